@@ -1,0 +1,85 @@
+"""Write tokenizer.json: the series' tokenizer, reconstructed from what the lesson shows of it.
+
+The lesson shows the alphabet (32 characters in code point order, so "." is id 4), that merged tokens take
+ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, " ball" 85, "." 4,
+with " hat" a single token. The merges below are one small, self-consistent list that gives exactly those
+ids: the words of a first reader ("mia has a red ball.", "the dog sees the cat."), each built from parts that
+already exist, frequent short pairs first. Any other ids the lesson does not quote are this
+reconstruction's own.
+
+    python3 make_tokenizer.py           rewrite tokenizer.json
+    python3 make_tokenizer.py --check   fail unless tokenizer.json is what this script writes
+
+Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
+"""
+
+import argparse
+import os
+import sys
+
+from bpe import Tokenizer
+from recorded import to_json, write_or_check, fail
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATH = os.path.join(HERE, "tokenizer.json")
+
+ALPHABET = ["\n", " ", "!", ",", ".", "?"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+
+MERGES = [
+    (" ", "t"), (" ", "a"), (" ", "h"), ("a", "s"), (" h", "as"),          # 32-36: " a" 33, " has" 36
+    ("a", "t"), ("h", "e"), (" t", "he"),                                   # 37-39: " the"
+    (" ", "s"), ("e", "e"), (" s", "ee"), (" see", "s"),                    # 40-43: " sees"
+    ("i", "s"), (" ", "is"),                                                # 44-45: " is"
+    (" ", "d"), ("o", "g"), (" d", "og"),                                   # 46-48: " dog"
+    (" ", "c"), (" c", "at"),                                               # 49-50: " cat"
+    (" a", "n"), (" an", "d"),                                              # 51-52: " and"
+    ("o", "m"), (" t", "om"),                                               # 53-54: " tom"
+    ("u", "n"), (" s", "un"),                                               # 55-56: " sun"
+    ("i", "a"), ("m", "ia"),                                                # 57-58: "mia" 58
+    (" ", "b"), ("i", "g"), (" b", "ig"),                                   # 59-61: " big"
+    ("l", "l"), ("a", "ll"),                                                # 62-63: "all"
+    ("o", "n"), (" ", "on"), ("i", "n"), (" ", "in"),                       # 64-67: " on", " in"
+    (" ", "r"), (" r", "un"), (" run", "s"),                                # 68-70: " runs"
+    ("i", "t"), (" ", "it"),                                                # 71-72: " it"
+    (" ", "p"), ("l", "a"), ("la", "y"), (" p", "lay"),                     # 73-76: " play"
+    (" ", "g"), (" g", "o"),                                                # 77-78: " go"
+    (" h", "at"),                                                           # 79: " hat"
+    (" ", "w"), (" w", "e"),                                                # 80-81: " we"
+    ("e", "d"),                                                             # 82
+    (" ", "f"), (" f", "un"),                                               # 83-84: " fun"
+    (" b", "all"),                                                          # 85: " ball"
+    (" go", "t"), (" s", "o"), (" ", "m"),                                  # 86-88: " got", " so"
+    (" r", "ed"),                                                           # 89: " red"
+]
+
+LESSON_IDS = {"mia": 58, " has": 36, " a": 33, " red": 89, " ball": 85, ".": 4}
+
+
+def build():
+    """The lesson's tokenizer, checked. Raises ValueError when a token does not encode to its own id or a
+    lesson id does not come out."""
+    tok = Tokenizer(ALPHABET, MERGES)
+    for i, token in enumerate(tok.vocab):
+        if tok.encode(token) != [i]:
+            raise ValueError(f"token {i} {token!r} encodes to {tok.encode(token)}, not to itself")
+    for token, expected in LESSON_IDS.items():
+        if tok.ids.get(token) != expected:
+            raise ValueError(f"{token!r} must be id {expected}, got {tok.ids.get(token)}")
+    if len(tok.encode(" hat")) != 1:
+        raise ValueError("' hat' must be a single token")
+    return tok
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Write tokenizer.json, the lesson's tokenizer.")
+    parser.add_argument("--check", action="store_true", help="fail unless tokenizer.json is up to date")
+    args = parser.parse_args(argv)
+    try:
+        text = to_json(build().to_dict())
+        return write_or_check(text, PATH, write=not args.check, check=args.check)
+    except (ValueError, OSError) as e:
+        return fail(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Recorded files: written whole or not at all, and compared with a fresh run.
+
+The golden JSON files (attention-trace.json, perturb-trace.json) and saved tokenizers go through here:
+`write_atomic` writes a temporary file beside the target and renames it into place, so an interrupted write
+leaves the old file as it was. `rounded` prepares numbers for JSON: rounded to a fixed number of decimals,
+with −∞ written as null.
+"""
+
+import json
+import math
+import os
+import sys
+import tempfile
+
+
+def to_json(obj):
+    """The one JSON layout of every recorded file: indent 2, UTF-8 text as is, a final newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def rounded(value, digits):
+    """Round every float in nested lists and dicts; −∞ becomes None (JSON null).
+
+    rounded([[0.123456, -inf]], 4) -> [[0.1235, None]]. Raises ValueError for NaN or +∞, which no recorded
+    number may be.
+    """
+    if isinstance(value, dict):
+        return {key: rounded(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item, digits) for item in value]
+    if isinstance(value, float):
+        if value == -math.inf:
+            return None
+        if not math.isfinite(value):
+            raise ValueError(f"a recorded number must be finite or -inf, got {value!r}")
+        return round(value, digits)
+    return value
+
+
+def write_atomic(path, text):
+    """Write text to path through a temporary file in the same folder and a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_or_check(text, path, write, check):
+    """The --write / --check / print behaviour of a trace command line. Returns the exit status.
+
+    --check compares the file with text and names the first line that differs.
+    """
+    name = os.path.basename(path)
+    if write:
+        write_atomic(path, text)
+        print(f"wrote {name}")
+        return 0
+    if check:
+        try:
+            with open(path, encoding="utf-8") as f:
+                recorded = f.read()
+        except OSError as e:
+            return fail(f"cannot read {name}: {e.strerror or e}; run with --write to record it")
+        if recorded == text:
+            print(f"{name} is up to date")
+            return 0
+        fresh_lines, old_lines = text.splitlines(), recorded.splitlines()
+        line = next((n for n, (a, b) in enumerate(zip(fresh_lines, old_lines), 1) if a != b),
+                    min(len(fresh_lines), len(old_lines)) + 1)
+        return fail(f"{name} differs from a fresh run (first at line {line}); run with --write to update it")
+    sys.stdout.write(text)
+    return 0
+
+
+def fail(message):
+    """Print one line to stderr, no traceback, and return the exit status 1."""
+    print(f"error: {message}", file=sys.stderr)
+    return 1

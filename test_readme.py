@@ -1,0 +1,96 @@
+"""The README is true: every figure it quotes is the one the recorded trace holds."""
+
+import json
+import os
+import re
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def read(name):
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def score_row(row):
+    """[-0.0306, None] -> "[-0.0306, −∞]", the way the README writes a row of scores."""
+    return "[" + ", ".join("−∞" if s is None else f"{s:.4f}" for s in row) + "]"
+
+
+def weights_table(trace):
+    """The lesson's weights table in Markdown: rows attend, columns are attended to; masked cells are 0."""
+    labels = [token.strip() for token in trace["tokens"]]
+    lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+    for i, (label, row) in enumerate(zip(labels, trace["weights"])):
+        cells = [f"{w:.4f}" if j <= i else "0" for j, w in enumerate(row)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def quoted_figures(trace):
+    """Each figure the README's walkthrough quotes, written as the README writes it."""
+    masks = trace["masks"]
+    return [
+        "tokens " + ", ".join(json.dumps(t) for t in trace["tokens"]),
+        f"ids `{trace['ids']}`",
+        ", ".join(json.dumps(t) for t in trace["changed_tokens"]),
+        f"first input row `{trace['x'][0]}`",
+        f"first row of Wq `{trace['params']['Wq'][0]}`",
+        f"first token: `{score_row(trace['scores'][0])}`",
+        f"last token: `{score_row(trace['scores'][-1])}`",
+        weights_table(trace),
+        f"row sums `{trace['row_sums']}`",
+        f"max error {trace['gradient_check']['max_error_rounded']} (ε = {trace['gradient_check']['epsilon']})",
+        f"causal: the edit changes rows `{masks['causal']['rows_changed_by_the_edit']}`",
+        f"row 0's weight on the future is {masks['causal']['weight_on_future_row_0']}",
+        f"none: the edit changes rows `{masks['none']['rows_changed_by_the_edit']}`",
+        f"future weight of row 0 is {masks['none']['weight_on_future_row_0']}",
+        f"zero: the edit changes rows `{masks['zero']['rows_changed_by_the_edit']}`",
+        f"future weight of row 0 is {masks['zero']['weight_on_future_row_0']}",
+    ]
+
+
+def flat(text):
+    """Text with every run of white space made one space, so that a wrapped line still matches."""
+    return re.sub(r"\s+", " ", text)
+
+
+def numbers_in(value):
+    """Every number in a nested JSON value, as floats."""
+    if isinstance(value, dict):
+        return [n for item in value.values() for n in numbers_in(item)]
+    if isinstance(value, list):
+        return [n for item in value for n in numbers_in(item)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    return []
+
+
+class ReadmeIsTrue(unittest.TestCase):
+
+    def test_readme_quotes_the_recorded_trace(self):
+        readme, trace = flat(read("README.md")), json.loads(read("attention-trace.json"))
+        for figure in quoted_figures(trace):
+            self.assertTrue(flat(figure) in readme, f"README.md should quote, from attention-trace.json:\n{figure}")
+
+    def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
+        readme = read("README.md")
+        recorded = set()
+        for name in ("attention-trace.json",):
+            recorded.update(numbers_in(json.loads(read(name))))
+        for match in re.finditer(r"-?\d+\.\d{4}\b", readme):
+            self.assertTrue(float(match.group()) in recorded, f"README.md quotes {match.group()}, no trace records it")
+
+    def test_first_screen_gives_the_two_commands(self):
+        first_screen = "\n".join(read("README.md").splitlines()[:30])
+        self.assertIn("```\npython3 trace_attention.py\n```", first_screen)
+        self.assertIn("```\npython3 -m unittest -v\n```", first_screen)
+        self.assertIn("Python 3.10", first_screen)
+
+    def test_ci_runs_the_readme_test_command(self):
+        self.assertIn("python3 -m unittest -v", read(os.path.join(".ci", "run")))
+
+
+if __name__ == "__main__":
+    unittest.main()

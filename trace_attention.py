@@ -1,0 +1,158 @@
+"""The lesson's recorded run: one causal self-attention layer traced on "mia has a red ball.".
+
+    python3 trace_attention.py            print the trace as JSON
+    python3 trace_attention.py --write    rewrite attention-trace.json
+    python3 trace_attention.py --check    fail unless attention-trace.json matches a fresh trace
+
+The weights are untrained: drawn from seeded generators, so every number is the same on every machine.
+The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded embedding table to make
+x (T, 4), runs attention_forward, and records every intermediate (rounded to 4 decimals, −∞ as null). It
+then edits a later token ("ball" -> "hat") under each mask mode to see which output rows move, and checks
+the hand-written backward pass against central differences on the loss Σ out·r.
+"""
+
+import argparse
+import os
+import random
+import sys
+from math import fsum
+
+from attention import MASK_MODES, attention_backward, attention_forward, init_attention
+from bpe import Tokenizer
+from recorded import fail, rounded, to_json, write_or_check
+
+D_MODEL = 4
+D_HEAD = 2
+SEED = 11
+SENTENCE = "mia has a red ball."
+CHANGED = "mia has a red hat."
+EPS = 1e-6
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
+TRACE_PATH = os.path.join(HERE, "attention-trace.json")
+
+
+def _table(rows, seed):
+    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed), drawn row by row."""
+    rng = random.Random(seed)
+    return [[round(rng.uniform(-1, 1), 2) for _ in range(D_MODEL)] for _ in range(rows)]
+
+
+def embeddings(vocab_size, seed=SEED):
+    """(vocab_size, D_MODEL): row i is the input vector of token id i. Drawn from random.Random(seed + 1)."""
+    return _table(vocab_size, seed + 1)
+
+
+def readout(T, seed=SEED):
+    """(T, D_MODEL), drawn from random.Random(seed + 2): a fixed weighting r of the output, so that
+    loss = Σ out·r and dLoss/d(out) = r."""
+    return _table(T, seed + 2)
+
+
+def loss(params, x, r, mask="causal"):
+    """Σ over every entry of out·r, correctly rounded."""
+    out = attention_forward(params, x, mask)["out"]
+    return fsum(o * w for out_row, r_row in zip(out, r) for o, w in zip(out_row, r_row))
+
+
+def central_differences(f, matrix):
+    """(f(m + EPS) − f(m − EPS)) / 2·EPS for every entry of matrix, changed in place and restored after.
+    Returns a matrix of matrix's shape."""
+    grad = []
+    for row in matrix:
+        grad_row = []
+        for j, saved in enumerate(row):
+            row[j] = saved + EPS
+            up = f()
+            row[j] = saved - EPS
+            down = f()
+            row[j] = saved
+            grad_row.append((up - down) / (2 * EPS))
+        grad.append(grad_row)
+    return grad
+
+
+def numeric_grad(params, x, r, mask="causal"):
+    """Central differences of loss for every weight of every matrix: {Wq, Wk, Wv, Wo}."""
+    return {name: central_differences(lambda: loss(params, x, r, mask), params[name])
+            for name in ("Wq", "Wk", "Wv", "Wo")}
+
+
+def max_err(a, b):
+    """The largest absolute difference between two gradient dicts of matching shapes."""
+    return max(abs(p - q) for name in a for row_a, row_b in zip(a[name], b[name]) for p, q in zip(row_a, row_b))
+
+
+def changed_rows(a, b):
+    """Indices of the rows that differ at all; any changed bit counts."""
+    return [i for i, (row_a, row_b) in enumerate(zip(a, b)) if row_a != row_b]
+
+
+def load_tokenizer():
+    return Tokenizer.load(TOKENIZER_PATH)
+
+
+def inputs(tokenizer, text, table):
+    """(ids, x): the token ids of text and their rows of the embedding table."""
+    ids = tokenizer.encode(text)
+    return ids, [list(table[i]) for i in ids]
+
+
+def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
+    """Everything the lesson records, in the order attention-trace.json keeps it."""
+    tokenizer = tokenizer or load_tokenizer()
+    table = embeddings(len(tokenizer.vocab))
+    params = init_attention(D_MODEL, D_HEAD, SEED)
+    ids, x = inputs(tokenizer, sentence, table)
+    _, x_changed = inputs(tokenizer, changed, table)
+    cache = attention_forward(params, x)
+    r = readout(len(x))
+
+    masks = {}
+    for mode in MASK_MODES:
+        run = attention_forward(params, x, mode)
+        masks[mode] = {
+            "rows_changed_by_the_edit": changed_rows(run["out"], attention_forward(params, x_changed, mode)["out"]),
+            "weight_on_future_row_0": round(fsum(run["weights"][0][1:]), 4),
+        }
+    analytic, _ = attention_backward(params, x, cache, r)
+    numeric = numeric_grad(params, x, r)
+
+    names = ("q", "k", "v", "scores", "weights", "mixed", "out")
+    return {
+        "sentence": sentence,
+        "tokens": tokenizer.tokens(sentence),
+        "ids": ids,
+        "changed_sentence": changed,
+        "changed_tokens": tokenizer.tokens(changed),
+        "d_model": D_MODEL,
+        "d_head": D_HEAD,
+        "seed": SEED,
+        "shapes": {name: [len(cache[name]), len(cache[name][0])] for name in names},
+        "x": rounded(x, 4),
+        "params": rounded(params, 4),
+        **{name: rounded(cache[name], 4) for name in ("q", "k", "v", "scores", "weights", "out")},
+        "row_sums": [round(fsum(row), 6) for row in cache["weights"]],
+        "masks": masks,
+        "gradient_check": {"epsilon": EPS, "max_error_rounded": round(max_err(analytic, numeric), 7)},
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Trace one causal self-attention layer on the lesson's sentence.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="rewrite attention-trace.json")
+    group.add_argument("--check", action="store_true", help="fail unless attention-trace.json is up to date")
+    args = parser.parse_args(argv)
+    try:
+        text = to_json(trace())
+        return write_or_check(text, TRACE_PATH, args.write, args.check)
+    except FileNotFoundError as e:
+        return fail(f"cannot read {os.path.basename(e.filename or '')}: the folder's tokenizer.json is missing")
+    except (ValueError, TypeError, OSError) as e:
+        return fail(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
