@@ -46,8 +46,11 @@ def transpose(a):
 
 
 def dot(a, b):
-    """Σ a[n]·b[n], correctly rounded."""
-    return fsum(map(mul, a, b))
+    """Σ a[n]·b[n], correctly rounded. Raises ValueError when the sum overflows."""
+    try:
+        return fsum(map(mul, a, b))
+    except (OverflowError, ValueError):  # fsum's "intermediate overflow" or an inf − inf
+        raise ValueError("a sum of products overflowed: these numbers are too large for floats") from None
 
 
 def matmul(a, b):
@@ -115,6 +118,11 @@ def check_allowed(allowed, rows, cols):
 def causal_mask(T):
     """(T, T) allowed matrix: position i sees positions 0…i."""
     return [[j <= i for j in range(T)] for i in range(T)]
+
+
+def no_mask(T, S):
+    """(T, S) allowed matrix with nothing blocked."""
+    return [[True] * S for _ in range(T)]
 
 
 def masked_softmax(scores, allowed):
@@ -213,7 +221,7 @@ def _sources(allowed_row):
 
 def _in_softmax(allowed, blocked_score):
     """Which scores enter each row's softmax: the allowed ones, or all of them when blocked scores are finite."""
-    return allowed if blocked_score == NEG_INF else [[True] * len(row) for row in allowed]
+    return allowed if blocked_score == NEG_INF else no_mask(len(allowed), len(allowed[0]))
 
 
 def _mix(coeffs, rows, seen, width):
@@ -278,7 +286,7 @@ def attention_forward(params, x, mask="causal"):
     d_model, _ = check_params(params)
     T, _ = check_matrix("x", x, cols=d_model, label="input")
     q, k, v = matmul(x, params["Wq"]), matmul(x, params["Wk"]), matmul(x, params["Wv"])
-    allowed = [[True] * T for _ in range(T)] if mask == "none" else causal_mask(T)
+    allowed = no_mask(T, T) if mask == "none" else causal_mask(T)
     head = attend(q, k, v, allowed, blocked_score=0.0 if mask == "zero" else NEG_INF)
     out = matmul(head["mixed"], params["Wo"])
     return {**head, "x": x, "mask": mask, "out": out}

@@ -18,7 +18,7 @@ import os
 import sys
 
 from bpe import Tokenizer
-from recorded import to_json, write_or_check, fail
+from recorded import guarded, to_json, write_or_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "tokenizer.json")
@@ -74,11 +74,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Write tokenizer.json, the lesson's tokenizer.")
     parser.add_argument("--check", action="store_true", help="fail unless tokenizer.json is up to date")
     args = parser.parse_args(argv)
-    try:
-        text = to_json(build().to_dict())
-        return write_or_check(text, PATH, write=not args.check, check=args.check)
-    except (ValueError, OSError) as e:
-        return fail(str(e))
+    return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH, write=not args.check, check=args.check))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ leaves the old file as it was. `rounded` prepares numbers for JSON: rounded to a
 with −∞ written as null.
 """
 
+import argparse
 import json
 import math
 import os
@@ -77,6 +78,26 @@ def write_or_check(text, path, write, check):
         return fail(f"{name} differs from a fresh run (first at line {line}); run with --write to update it")
     sys.stdout.write(text)
     return 0
+
+
+def trace_parser(description, path):
+    """The argument parser of a trace command line: --write or --check (or neither, to print)."""
+    name = os.path.basename(path)
+    parser = argparse.ArgumentParser(description=description)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"rewrite {name}")
+    group.add_argument("--check", action="store_true", help=f"fail unless {name} matches a fresh run")
+    return parser
+
+
+def guarded(action):
+    """Run a command line's action and return its exit status; an error becomes one line on stderr."""
+    try:
+        return action()
+    except FileNotFoundError as e:
+        return fail(f"cannot read {os.path.basename(e.filename or '')}: {e.strerror}")
+    except (ValueError, TypeError, OSError) as e:
+        return fail(str(e))
 
 
 def fail(message):

@@ -237,19 +237,22 @@ class BadInput(unittest.TestCase):
         self.assertMessage(TypeError, "d_model must be an int, got float 4.0", init_attention, 4.0, 2, 1)
 
 
+def run_in_copy(script, *args, prepare=None):
+    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if given."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in os.listdir(HERE):
+            if name.endswith((".py", ".json")):
+                shutil.copy(os.path.join(HERE, name), tmp)
+        if prepare:
+            prepare(tmp)
+        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True, text=True)
+
+
 class CommandLine(unittest.TestCase):
     """trace_attention.py run as a learner runs it, in a temporary copy of the folder."""
 
     def run_in_copy(self, *args, prepare=None):
-        with tempfile.TemporaryDirectory() as tmp:
-            for name in ("attention.py", "bpe.py", "recorded.py", "trace_attention.py", "tokenizer.json",
-                         "attention-trace.json"):
-                shutil.copy(os.path.join(HERE, name), tmp)
-            if prepare:
-                prepare(tmp)
-            done = subprocess.run([sys.executable, "trace_attention.py", *args], cwd=tmp,
-                                  capture_output=True, text=True)
-            return done
+        return run_in_copy("trace_attention.py", *args, prepare=prepare)
 
     def assertOneLineError(self, done, fragment):
         self.assertNotEqual(done.returncode, 0)

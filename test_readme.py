@@ -4,6 +4,7 @@ import json
 import os
 import re
 import unittest
+from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,6 +52,44 @@ def quoted_figures(trace):
     ]
 
 
+INTERVENTIONS = {
+    "value_ablation": "value ablation: v₂ := [0, 0]",
+    "query_perturbation": "query perturbation: q₃ := [1, 0]",
+    "connection_removal": "connection removal: 3 may not read 2",
+    "future_key_perturbation": "future-key perturbation: k₃ := 2·k₃",
+}
+
+
+def fraction(x):
+    """0.6666666667 -> "2/3": the small fraction a float of the lab stands for."""
+    f = Fraction(x).limit_denominator(100)
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def lab_table(lab):
+    """The README's table of the four interventions, from perturb-trace.json."""
+    lines = ["| intervention | rows of A changed | rows of Z changed | new z₃ |", "|---|---|---|---|"]
+    for key, label in INTERVENTIONS.items():
+        run = lab["interventions"][key]
+        z3 = run["output"][2]
+        lines.append(f"| {label} | `{run['weight_rows_changed']}` | `{run['output_rows_changed']}` | "
+                     f"`{z3}` = [{', '.join(fraction(x) for x in z3)}] |")
+    return "\n".join(lines)
+
+
+def lab_figures(lab):
+    base, bug = lab["baseline"], lab["buggy_post_softmax"]
+    leak = lab["interventions"]["future_key_perturbation"]["buggy_output"]
+    return [
+        lab_table(lab),
+        f"baseline weights `{base['weights']}`",
+        f"baseline output `{base['output']}`",
+        f"the buggy weights `{bug['weights']}`",
+        f"row sums `{bug['row_sums']}`",
+        f"its first output row moves from `{bug['output'][0]}` to `{leak[0]}`",
+    ]
+
+
 def flat(text):
     """Text with every run of white space made one space, so that a wrapped line still matches."""
     return re.sub(r"\s+", " ", text)
@@ -74,12 +113,17 @@ class ReadmeIsTrue(unittest.TestCase):
         for figure in quoted_figures(trace):
             self.assertTrue(flat(figure) in readme, f"README.md should quote, from attention-trace.json:\n{figure}")
 
+    def test_readme_quotes_the_lab06_trace(self):
+        readme, lab = flat(read("README.md")), json.loads(read("perturb-trace.json"))
+        for figure in lab_figures(lab):
+            self.assertTrue(flat(figure) in readme, f"README.md should quote, from perturb-trace.json:\n{figure}")
+
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
         readme = read("README.md")
         recorded = set()
-        for name in ("attention-trace.json",):
+        for name in ("attention-trace.json", "perturb-trace.json"):
             recorded.update(numbers_in(json.loads(read(name))))
-        for match in re.finditer(r"-?\d+\.\d{4}\b", readme):
+        for match in re.finditer(r"-?\d+\.\d{4,}\b", readme):
             self.assertTrue(float(match.group()) in recorded, f"README.md quotes {match.group()}, no trace records it")
 
     def test_first_screen_gives_the_two_commands(self):

@@ -11,7 +11,6 @@ then edits a later token ("ball" -> "hat") under each mask mode to see which out
 the hand-written backward pass against central differences on the loss Σ out·r.
 """
 
-import argparse
 import os
 import random
 import sys
@@ -19,7 +18,7 @@ from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention
 from bpe import Tokenizer
-from recorded import fail, rounded, to_json, write_or_check
+from recorded import guarded, rounded, to_json, trace_parser, write_or_check
 
 D_MODEL = 4
 D_HEAD = 2
@@ -140,18 +139,8 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Trace one causal self-attention layer on the lesson's sentence.")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite attention-trace.json")
-    group.add_argument("--check", action="store_true", help="fail unless attention-trace.json is up to date")
-    args = parser.parse_args(argv)
-    try:
-        text = to_json(trace())
-        return write_or_check(text, TRACE_PATH, args.write, args.check)
-    except FileNotFoundError as e:
-        return fail(f"cannot read {os.path.basename(e.filename or '')}: the folder's tokenizer.json is missing")
-    except (ValueError, TypeError, OSError) as e:
-        return fail(str(e))
+    args = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH).parse_args(argv)
+    return guarded(lambda: write_or_check(to_json(trace()), TRACE_PATH, args.write, args.check))
 
 
 if __name__ == "__main__":
