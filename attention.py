@@ -20,6 +20,7 @@ normalization or residual. Run the lesson with `python3 trace_attention.py`.
 
 import math
 import random
+from itertools import chain, compress
 from math import fsum
 from operator import mul
 
@@ -53,13 +54,20 @@ def dot(a, b):
         raise ValueError("a sum of products overflowed: these numbers are too large for floats") from None
 
 
-def matmul(a, b):
-    """(n, m)·(m, p) -> (n, p). Raises ValueError naming both shapes when the inner sizes differ."""
+def matmul(a, b, spans=None):
+    """(n, m)·(m, p) -> (n, p). Raises ValueError naming both shapes when the inner sizes differ.
+
+    With spans, a list of one (first, stop) per row of a, row i sums only over the inner positions
+    first ≤ p < stop: the caller knows the terms outside are zeros, and fsum makes leaving them out exact.
+    matmul([[1, 2, 3]], [[1], [1], [1]], spans=[(0, 2)]) -> [[3]].
+    """
     inner = {len(row) for row in a}
     if len(inner) != 1 or inner.pop() != len(b) or len({len(row) for row in b}) > 1:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
     cols = transpose(b)
-    return [[dot(row, col) for col in cols] for row in a]
+    if spans is None:
+        return [[dot(row, col) for col in cols] for row in a]
+    return [[dot(row[first:stop], col[first:stop]) for col in cols] for row, (first, stop) in zip(a, spans)]
 
 
 def _shape_text(a):
@@ -69,6 +77,9 @@ def _shape_text(a):
 
 # ---- checks at the boundary ---------------------------------------------------------------------------
 
+_PLAIN_NUMBERS = {float, int}
+
+
 def check_matrix(name, m, cols=None, label=None):
     """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
 
@@ -76,6 +87,8 @@ def check_matrix(name, m, cols=None, label=None):
     ("each input row must have 4 numbers, got 3 in row 2"). Raises TypeError for a value of the wrong kind
     and ValueError for an empty, ragged or non-finite matrix.
     """
+    if _plain_matrix(m, cols):
+        return len(m), len(m[0])
     if not isinstance(m, list):
         raise TypeError(f"{name} must be a list of rows, got {type(m).__name__}")
     if not m:
@@ -98,6 +111,17 @@ def check_matrix(name, m, cols=None, label=None):
     return len(m), cols
 
 
+def _plain_matrix(m, cols):
+    """The common case, settled in one pass: a non-empty list of equal rows of finite ints and floats.
+    Anything else goes through check_matrix's checks one by one, for the message."""
+    if type(m) is not list or not m or set(map(type, m)) != {list}:
+        return False
+    widths = set(map(len, m))
+    values = list(chain.from_iterable(m))
+    return (widths == {cols if cols is not None else len(m[0])} and 0 not in widths
+            and set(map(type, values)) <= _PLAIN_NUMBERS and math.isfinite(sum(values)))
+
+
 def check_allowed(allowed, rows, cols):
     """Raise ValueError unless allowed is a (rows, cols) matrix of bools with a True in every row."""
     if not isinstance(allowed, list) or len(allowed) != rows or any(
@@ -105,7 +129,7 @@ def check_allowed(allowed, rows, cols):
         raise ValueError(f"allowed must be a ({rows}, {cols}) matrix of bools, one row per query and one "
                          f"column per source, got {_shape_text(allowed) if isinstance(allowed, list) else type(allowed).__name__}")
     for i, row in enumerate(allowed):
-        for j, entry in enumerate(row):
+        for j, entry in enumerate(row if set(map(type, row)) != {bool} else ()):
             if not isinstance(entry, bool):
                 raise ValueError(f"allowed[{i}][{j}] must be True or False, got {type(entry).__name__} {entry!r}")
         if not any(row):
@@ -132,12 +156,14 @@ def masked_softmax(scores, allowed):
     masked_softmax([0.0, 1000.0, 5.0], [True, True, False]) -> [exp(-1000)/…, 1.0, 0.0].
     Raises ValueError when nothing is allowed or an allowed score is not finite.
     """
-    if not any(allowed):
+    kept = list(compress(scores, allowed))
+    if not kept:
         raise ValueError("softmax of a row with every source blocked: expected at least one allowed score")
-    for j, (s, ok) in enumerate(zip(scores, allowed)):
-        if ok and not math.isfinite(s):
-            raise ValueError(f"score {j} must be finite where allowed, got {s!r}")
-    top = max(s for s, ok in zip(scores, allowed) if ok)
+    if not math.isfinite(sum(kept)):  # a sum of finite scores may overflow too: look at each one
+        for j, (s, ok) in enumerate(zip(scores, allowed)):
+            if ok and not math.isfinite(s):
+                raise ValueError(f"score {j} must be finite where allowed, got {s!r}")
+    top = max(kept)
     exps = [math.exp(s - top) if ok else 0.0 for s, ok in zip(scores, allowed)]
     total = fsum(exps)
     return [e / total for e in exps]
@@ -169,17 +195,14 @@ def attend(q, k, v, allowed, blocked_score=NEG_INF):
     if not (blocked_score == NEG_INF or math.isfinite(blocked_score)):
         raise ValueError(f"blocked_score must be -inf or a finite number, got {blocked_score!r}")
 
-    sqrt_d = math.sqrt(d)
-    scores = []
-    for i in range(T):
-        row = [dot(q[i], k[j]) / sqrt_d if allowed[i][j] else blocked_score for j in range(S)]
-        for j in _sources(allowed[i]):
-            if not math.isfinite(row[j]):
-                raise ValueError(f"score [{i}][{j}] overflowed to {row[j]}: q and k are too large for floats")
-        scores.append(row)
+    scores = _dots_where(q, k, allowed, blocked_score, math.sqrt(d))
+    for i, row in enumerate(scores):
+        for j, s in enumerate(row):
+            if allowed[i][j] and not math.isfinite(s):
+                raise ValueError(f"score [{i}][{j}] overflowed to {s}: q and k are too large for floats")
     in_softmax = _in_softmax(allowed, blocked_score)
-    weights = [masked_softmax(scores[i], in_softmax[i]) for i in range(T)]
-    mixed = [_mix(weights[i], v, _sources(in_softmax[i]), d_v) for i in range(T)]
+    weights = [masked_softmax(row, ok) for row, ok in zip(scores, in_softmax)]
+    mixed = matmul(weights, v, spans=spans(in_softmax))
     return {"q": q, "k": k, "v": v, "allowed": allowed, "blocked_score": blocked_score,
             "scores": scores, "weights": weights, "mixed": mixed}
 
@@ -190,45 +213,54 @@ def attend_backward(head, d_mixed):
     Walks attend in reverse. A blocked pair has no weight and no gradient; under a finite blocked_score the
     pair has a weight, so its value gets gradient, but its score is a constant and passes none to q or k.
     """
-    q, k, v, allowed = head["q"], head["k"], head["v"], head["allowed"]
-    weights = head["weights"]
-    T, S, d, d_v = len(q), len(k), len(q[0]), len(v[0])
+    q, k, v, allowed, weights = head["q"], head["k"], head["v"], head["allowed"], head["weights"]
     in_softmax = _in_softmax(allowed, head["blocked_score"])
-    seen_by = transpose(in_softmax)
 
-    # forward: mixed_i = Σ_j weights[i][j]·v_j
-    d_weights = [[dot(d_mixed[i], v[j]) if in_softmax[i][j] else 0.0 for j in range(S)] for i in range(T)]
-    d_v = [_mix(col, d_mixed, _sources(seen_by[j]), d_v) for j, col in enumerate(transpose(weights))]
+    # forward: mixed = weights·v
+    d_weights = _dots_where(d_mixed, v, in_softmax, 0.0, 1.0)
+    d_v = matmul(transpose(weights), d_mixed, spans=spans(transpose(in_softmax)))
 
-    # forward: weights_i = softmax(scores_i); per row d_scores = a·(da − Σ a·da)
+    # forward: weights_i = softmax(scores_i); per row d_scores = a·(da − Σ a·da). A blocked score, or a
+    # constant one, has no gradient.
     d_scores = []
     for a, da, ok in zip(weights, d_weights, allowed):
         a_da = dot(a, da)
         d_scores.append([a_j * (da_j - a_da) if ok_j else 0.0 for a_j, da_j, ok_j in zip(a, da, ok)])
 
-    # forward: scores[i][j] = q_i·k_j / √d where allowed
-    sqrt_d = math.sqrt(d)
+    # forward: scores = q·kᵀ / √d where allowed
+    sqrt_d = math.sqrt(len(q[0]))
     d_dots = [[g / sqrt_d for g in row] for row in d_scores]
-    d_q = [_mix(d_dots[i], k, _sources(allowed[i]), d) for i in range(T)]
-    d_k = [_mix(col, q, _sources(row), d) for col, row in zip(transpose(d_dots), transpose(allowed))]
+    d_q = matmul(d_dots, k, spans=spans(allowed))
+    d_k = matmul(transpose(d_dots), q, spans=spans(transpose(allowed)))
     return d_q, d_k, d_v
 
 
-def _sources(allowed_row):
-    """The positions a row sees: [True, False, True] -> [0, 2]."""
-    return [j for j, ok in enumerate(allowed_row) if ok]
+def spans(allowed):
+    """For each row, the (first, stop) range from its first to its last allowed entry: the work a row needs.
+    For a causal mask, position i sees 0…i: spans(causal_mask(3)) -> [(0, 1), (0, 2), (0, 3)]."""
+    result = []
+    for row in allowed:
+        first = row.index(True) if True in row else 0
+        stop = len(row) - row[::-1].index(True) if True in row else 0
+        result.append((first, stop))
+    return result
+
+
+def _dots_where(a, b, allowed, fill, divisor):
+    """(T, S): a_i·b_j / divisor where allowed[i][j], fill elsewhere; a pair outside the row's span is
+    never computed."""
+    out = []
+    for a_i, ok_row, (first, stop) in zip(a, allowed, spans(allowed)):
+        row = [fill] * len(ok_row)
+        row[first:stop] = [dot(a_i, b_j) / divisor if ok else fill
+                           for b_j, ok in zip(b[first:stop], ok_row[first:stop])]
+        out.append(row)
+    return out
 
 
 def _in_softmax(allowed, blocked_score):
     """Which scores enter each row's softmax: the allowed ones, or all of them when blocked scores are finite."""
     return allowed if blocked_score == NEG_INF else no_mask(len(allowed), len(allowed[0]))
-
-
-def _mix(coeffs, rows, seen, width):
-    """Σ_j coeffs[j]·rows[j] over the positions in seen only, a (width,) row. The skipped terms are zeros."""
-    if not seen:
-        return [0.0] * width
-    return matmul([[coeffs[j] for j in seen]], [rows[j] for j in seen])[0]
 
 
 # ---- the lesson's layer -------------------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""Properties of the layer over random shapes, and the masked work checked against a dense evaluation.
+
+Every random case comes from a fixed seed and names its seed, case number, shape and mask when it fails.
+`dense_reference` below evaluates the lesson's equations the plain way, computing every pair (i, j) even
+where the mask throws it away; attention.py computes only the pairs a row sees. Because every sum is
+math.fsum, correctly rounded, leaving out terms that are exactly zero changes no bit, and the two must
+agree exactly. bench_attention.py times the same two.
+"""
+
+import math
+import random
+import unittest
+from math import fsum
+
+from attention import MASK_MODES, attend, attention_backward, attention_forward, causal_mask, masked_softmax
+from trace_attention import central_differences
+
+SEED = 20261129
+CASES = 200
+GRAD_EVERY = 14         # the finite-difference check runs on every 14th case: 15 cases, 5 in each mode
+GRAD_RELATIVE = 1e-6    # |analytic − numeric| ≤ 1e-6 · max(1, |analytic|)
+
+
+def dense_reference(params, x, mask, d_out):
+    """The layer and its gradients with every pair computed. Returns (out, weights, grads, d_x)."""
+    def mm(a, b):
+        return [[fsum(a[i][p] * b[p][j] for p in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+    def tr(a):
+        return [[a[i][j] for i in range(len(a))] for j in range(len(a[0]))]
+
+    Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
+    T, sqrt_d = len(x), math.sqrt(len(Wq[0]))
+    masked = [[mask != "none" and j > i for j in range(T)] for i in range(T)]
+    q, k, v = mm(x, Wq), mm(x, Wk), mm(x, Wv)
+    dots = mm(q, tr(k))
+    fill = 0.0 if mask == "zero" else -math.inf
+    scores = [[fill if masked[i][j] else dots[i][j] / sqrt_d for j in range(T)] for i in range(T)]
+    weights = []
+    for row in scores:
+        top = max(row)
+        exps = [math.exp(s - top) for s in row]
+        total = fsum(exps)
+        weights.append([e / total for e in exps])
+    mixed = mm(weights, v)
+    out = mm(mixed, Wo)
+
+    grads = {"Wo": mm(tr(mixed), d_out)}
+    d_mixed = mm(d_out, tr(Wo))
+    d_weights = mm(d_mixed, tr(v))
+    d_v = mm(tr(weights), d_mixed)
+    d_scores = []
+    for i in range(T):
+        a_da = fsum(weights[i][j] * d_weights[i][j] for j in range(T))
+        d_scores.append([0.0 if masked[i][j] else weights[i][j] * (d_weights[i][j] - a_da) for j in range(T)])
+    d_dots = [[g / sqrt_d for g in row] for row in d_scores]
+    d_q, d_k = mm(d_dots, k), mm(tr(d_dots), q)
+    grads["Wq"], grads["Wk"], grads["Wv"] = mm(tr(x), d_q), mm(tr(x), d_k), mm(tr(x), d_v)
+    paths = [mm(d_q, tr(Wq)), mm(d_k, tr(Wk)), mm(d_v, tr(Wv))]
+    d_x = [[fsum(paths[n][i][c] for n in range(3)) for c in range(len(x[0]))] for i in range(T)]
+    return out, weights, grads, d_x
+
+
+def random_matrix(rng, rows, cols, scale=1.0):
+    return [[rng.uniform(-scale, scale) for _ in range(cols)] for _ in range(rows)]
+
+
+def random_cases():
+    """(case, T, d_model, d_head, mask, params, x, d_out), the same every run."""
+    rng = random.Random(SEED)
+    for case in range(CASES):
+        T, d_model, d_head = rng.randint(1, 16), rng.randint(1, 8), rng.randint(1, 4)
+        mask = MASK_MODES[case % 3]
+        params = {"Wq": random_matrix(rng, d_model, d_head), "Wk": random_matrix(rng, d_model, d_head),
+                  "Wv": random_matrix(rng, d_model, d_head), "Wo": random_matrix(rng, d_head, d_model)}
+        yield case, T, d_model, d_head, mask, params, random_matrix(rng, T, d_model), random_matrix(rng, T, d_model)
+
+
+class Properties(unittest.TestCase):
+
+    def for_each_case(self, check):
+        for case, T, d_model, d_head, mask, params, x, d_out in random_cases():
+            where = f"seed {SEED}, case {case}: T={T}, d_model={d_model}, d_head={d_head}, mask={mask!r}"
+            with self.subTest(where):
+                check(case, mask, params, x, d_out, where)
+
+    def test_masked_work_is_bit_identical_to_the_dense_evaluation(self):
+        def check(case, mask, params, x, d_out, where):
+            cache = attention_forward(params, x, mask)
+            grads, d_x = attention_backward(params, x, cache, d_out)
+            out, weights, dense_grads, dense_d_x = dense_reference(params, x, mask, d_out)
+            self.assertEqual(cache["out"], out, where)
+            self.assertEqual(cache["weights"], weights, where)
+            self.assertEqual(grads, dense_grads, where)
+            self.assertEqual(d_x, dense_d_x, where)
+        self.for_each_case(check)
+
+    def test_rows_sum_to_one(self):
+        def check(case, mask, params, x, d_out, where):
+            for i, row in enumerate(attention_forward(params, x, mask)["weights"]):
+                self.assertLess(abs(fsum(row) - 1.0), 1e-12, f"{where}, row {i}")
+        self.for_each_case(check)
+
+    def test_future_weights_are_exactly_zero_in_causal_mode(self):
+        def check(case, mask, params, x, d_out, where):
+            for i, row in enumerate(attention_forward(params, x, "causal")["weights"]):
+                self.assertTrue(all(w == 0.0 for w in row[i + 1:]), f"{where}, row {i}")
+        self.for_each_case(check)
+
+    def test_editing_a_position_changes_only_that_row_and_later(self):
+        def check(case, mask, params, x, d_out, where):
+            out = attention_forward(params, x, "causal")["out"]
+            for j in range(len(x)):
+                edited = [list(row) for row in x]
+                edited[j] = [value + 0.25 for value in edited[j]]
+                self.assertEqual(attention_forward(params, edited, "causal")["out"][:j], out[:j],
+                                 f"{where}: editing position {j} moved an earlier row")
+        self.for_each_case(check)
+
+    def test_gradients_match_central_differences(self):
+        def check(case, mask, params, x, d_out, where):
+            if case % GRAD_EVERY:
+                return
+            cache = attention_forward(params, x, mask)
+            grads, grads["x"] = attention_backward(params, x, cache, d_out)
+
+            def loss():
+                out = attention_forward(params, x, mask)["out"]
+                return fsum(o * r for out_row, r_row in zip(out, d_out) for o, r in zip(out_row, r_row))
+
+            for name, matrix in (("Wq", params["Wq"]), ("Wk", params["Wk"]), ("Wv", params["Wv"]),
+                                 ("Wo", params["Wo"]), ("x", x)):
+                numeric = central_differences(loss, matrix)
+                for i, (row_a, row_n) in enumerate(zip(grads[name], numeric)):
+                    for j, (a, n) in enumerate(zip(row_a, row_n)):
+                        self.assertLess(abs(a - n), GRAD_RELATIVE * max(1.0, abs(a)),
+                                        f"{where}: d{name}[{i}][{j}] {a} vs numeric {n}")
+        self.for_each_case(check)
+
+    def test_adding_a_constant_to_every_score_keeps_the_weights(self):
+        def check(case, mask, params, x, d_out, where):
+            cache = attention_forward(params, x, mask)
+            for i, (row, weights) in enumerate(zip(cache["scores"], cache["weights"])):
+                finite = [math.isfinite(s) for s in row]
+                shifted = masked_softmax([s + 1000 for s in row], finite)
+                self.assertLess(max(abs(a - b) for a, b in zip(shifted, weights)), 1e-12, f"{where}, row {i}")
+        self.for_each_case(check)
+
+    def test_scores_near_a_million_give_no_nan_and_no_overflow(self):
+        rng = random.Random(SEED)
+        for case in range(50):
+            T, d = rng.randint(1, 16), rng.randint(1, 4)
+            q, k, v = random_matrix(rng, T, d, 1000.0), random_matrix(rng, T, d, 1000.0), random_matrix(rng, T, d)
+            head = attend(q, k, v, causal_mask(T))
+            where = f"seed {SEED}, case {case}: T={T}, d={d}"
+            self.assertTrue(any(abs(s) > 1e5 for row in head["scores"] for s in row if math.isfinite(s)), where)
+            for i, row in enumerate(head["weights"]):
+                self.assertTrue(all(math.isfinite(w) for w in row), f"{where}, row {i}")
+                self.assertLess(abs(fsum(row) - 1.0), 1e-12, f"{where}, row {i}")
+            self.assertTrue(all(math.isfinite(m) for row in head["mixed"] for m in row), where)
+
+
+if __name__ == "__main__":
+    unittest.main()
