@@ -13,14 +13,22 @@ Within a chunk the pair with the earliest merge is merged first, until no merge 
     tok.encode("mia has a red ball.")  -> [58, 36, 33, 89, 85, 4]
 
 The file format: {"version": 1, "alphabet": [...], "merges": [["m", "ia"], ...]}. The folder's
-tokenizer.json is written by make_tokenizer.py. This module does not handle characters outside the
+tokenizer.json is written by make_tokenizer.py; `train(text, vocab_size)` learns a tokenizer from any text:
+
+    python3 bpe.py train FILE --vocab-size N --out PATH
+    python3 bpe.py encode "mia has a red ball."      (tokens and ids, with the folder's tokenizer.json)
+    python3 bpe.py decode 58 36 33
+
+ This module does not handle characters outside the
 alphabet (they raise ValueError) and knows nothing of bytes or Unicode normalization.
 """
 
 import json
 import os
+import sys
+from collections import Counter
 
-from recorded import to_json, write_atomic
+from recorded import OneLineParser, guarded, to_json, write_atomic
 
 FORMAT_VERSION = 1
 
@@ -159,3 +167,125 @@ class Tokenizer:
             return cls(data["alphabet"], data["merges"])
         except (ValueError, TypeError) as e:
             raise ValueError(f"{name}: {e}") from None
+
+
+def train(text, vocab_size, progress=None):
+    """Learn merges from text until the vocabulary has vocab_size tokens or no adjacent pair is left.
+
+    The rules: the alphabet is the text's distinct characters in code point order; merges never cross a
+    chunk; each step merges the adjacent pair with the highest count summed over all chunks, and a tie goes
+    to the smallest (left id, right id); a pair whose joined string is already a token is passed over.
+    Each distinct chunk is counted once with its frequency, and after a merge only the chunks that held
+    the pair are recounted. progress(n_tokens) is called after each merge when given.
+    Raises TypeError for a non-string text or non-int vocab_size, ValueError for an empty text or a
+    vocab_size smaller than the alphabet.
+    """
+    alphabet = _check_training_input(text, vocab_size)
+    ids = {ch: i for i, ch in enumerate(alphabet)}
+    vocab = list(alphabet)
+    words, freqs = [], []
+    for chunk, freq in Counter(chunks(text)).items():
+        words.append([ids[ch] for ch in chunk])
+        freqs.append(freq)
+    counts = Counter()                     # pair -> occurrences over the whole text
+    where = {}                             # pair -> indices of the words that held it when counted
+    for w, word in enumerate(words):
+        for pair in zip(word, word[1:]):
+            counts[pair] += freqs[w]
+            where.setdefault(pair, set()).add(w)
+    passed_over = set()
+
+    merges = []
+    while len(vocab) < vocab_size:
+        candidates = [(count, pair) for pair, count in counts.items() if count > 0 and pair not in passed_over]
+        if not candidates:
+            break
+        _, pair = max(candidates, key=lambda c: (c[0], -c[1][0], -c[1][1]))
+        joined = vocab[pair[0]] + vocab[pair[1]]
+        if joined in ids:
+            passed_over.add(pair)
+            continue
+        new_id = len(vocab)
+        for w in where.pop(pair):
+            old = words[w]
+            new = merge_pair(old, pair, new_id)
+            if new == old:
+                continue
+            for p in zip(old, old[1:]):
+                counts[p] -= freqs[w]
+            for p in zip(new, new[1:]):
+                counts[p] += freqs[w]
+                where.setdefault(p, set()).add(w)
+            words[w] = new
+        ids[joined] = new_id
+        vocab.append(joined)
+        merges.append((vocab[pair[0]], vocab[pair[1]]))
+        if progress:
+            progress(len(vocab))
+    return Tokenizer(alphabet, merges)
+
+
+def _check_training_input(text, vocab_size):
+    """Return the alphabet of text after checking train's arguments."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__} {vocab_size!r}")
+    if not text:
+        raise ValueError("cannot train on an empty text: expected at least one character")
+    alphabet = sorted(set(text))
+    if vocab_size < len(alphabet):
+        raise ValueError(f"vocab_size must be at least the text's {len(alphabet)} distinct characters, "
+                         f"got {vocab_size}")
+    return alphabet
+
+
+# ---- command line -------------------------------------------------------------------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRESS_EVERY = 50  # merges between two progress lines on stderr, for texts of over 100,000 characters
+
+
+def main(argv=None):
+    parser = OneLineParser(description="Train, or use, a character-level BPE tokenizer.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    train_cmd = commands.add_parser("train", help="learn merges from a UTF-8 text file")
+    train_cmd.add_argument("file")
+    train_cmd.add_argument("--vocab-size", type=int, required=True)
+    train_cmd.add_argument("--out", required=True, help="where to save the tokenizer (JSON)")
+    for name, what in (("encode", "text"), ("decode", "ids")):
+        cmd = commands.add_parser(name, help=f"{name} {what} with a saved tokenizer")
+        if name == "encode":
+            cmd.add_argument("text")
+        else:
+            cmd.add_argument("ids", nargs="+", type=int)
+        cmd.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
+    args = parser.parse_args(argv)
+    return guarded(lambda: _run(args))
+
+
+def _run(args):
+    if args.command == "train":
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
+        report = None
+        if len(text) > 100_000:
+            def report(n):
+                if (n - 1) % PROGRESS_EVERY == 0 or n == args.vocab_size:
+                    print(f"{n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
+        tok = train(text, args.vocab_size, progress=report)
+        tok.save(args.out)
+        print(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} merges) "
+              f"saved to {args.out}")
+        return 0
+    tok = Tokenizer.load(args.tokenizer)
+    if args.command == "encode":
+        for i in tok.encode(args.text):
+            print(f"{i}\t{json.dumps(tok.vocab[i], ensure_ascii=False)}")
+    else:
+        print(tok.decode(args.ids))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,12 +13,11 @@ reconstruction's own.
 Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
 """
 
-import argparse
 import os
 import sys
 
 from bpe import Tokenizer
-from recorded import guarded, to_json, write_or_check
+from recorded import OneLineParser, guarded, to_json, write_or_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "tokenizer.json")
@@ -71,7 +70,7 @@ def build():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Write tokenizer.json, the lesson's tokenizer.")
+    parser = OneLineParser(description="Write tokenizer.json, the lesson's tokenizer.")
     parser.add_argument("--check", action="store_true", help="fail unless tokenizer.json is up to date")
     args = parser.parse_args(argv)
     return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH, write=not args.check, check=args.check))

@@ -7,7 +7,10 @@ import tempfile
 import unittest
 
 import make_tokenizer
-from bpe import Tokenizer, chunks, merge_pair
+from bench_bpe import corpus, train_by_recounting
+from bpe import Tokenizer, chunks, merge_pair, train
+import bpe
+from test_attention import run_in_copy, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON = os.path.join(HERE, "tokenizer.json")
@@ -131,6 +134,109 @@ class TokenizerErrors(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaises(FileNotFoundError):
                 Tokenizer.load(os.path.join(tmp, "nothing.json"))
+
+
+class Training(unittest.TestCase):
+
+    def test_known_answer_with_ties(self):
+        """train("aa ab ab ba", 7). Chunks "aa", " ab" (twice), " ba"; alphabet " ", "a", "b" = ids 0, 1, 2.
+        Step 1: counts (0,1) 2, (1,2) 2, (1,1) 1, (0,2) 1, (2,1) 1. A tie at 2: (0,1) < (1,2), so " a" = 3.
+        Step 2: " ab" is [3, 2] twice: (3,2) 2 beats the rest at 1, so " ab" = 4.
+        Step 3: (1,1), (0,2) and (2,1) all have 1; the smallest is (0,2), so " b" = 5.
+        Step 4: (1,1) and (5,1) have 1; (1,1) is smaller, so "aa" = 6. That makes 7 tokens: stop."""
+        tok = train("aa ab ab ba", 7)
+        self.assertEqual(tok.alphabet, [" ", "a", "b"])
+        self.assertEqual(tok.merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")])
+        self.assertEqual(tok.tokens("aa ab ab ba"), ["aa", " ab", " ab", " b", "a"])
+
+    def test_training_stops_when_no_pair_is_left(self):
+        """After the four merges above, " ba" = (5, 1) is the last pair; then every chunk is one token."""
+        tok = train("aa ab ab ba", 100)
+        self.assertEqual(tok.merges[-1], (" b", "a"))
+        self.assertEqual(len(tok.vocab), 8)
+
+    def test_ties_go_to_the_smallest_left_then_right_id(self):
+        """In "ba ab" every pair occurs once: (0,2) " b", (2,1) "ba", (0,1) " a", (1,2) "ab". With alphabet
+        " ", "a", "b" the smallest is (0,1), " a", although " b" and "ba" come first in the text."""
+        self.assertEqual(train("ba ab", 4).merges, [(" ", "a")])
+        self.assertEqual(train("ab", 4).merges, [("a", "b")])
+
+    def test_training_twice_gives_the_same_merges(self):
+        text = corpus(20_000)
+        self.assertEqual(train(text, 200).merges, train(text, 200).merges)
+
+    def test_incremental_counts_agree_with_recounting(self):
+        rng = random.Random(SEED)
+        for case in range(40):
+            text = "".join(rng.choice("ab c.\n") for _ in range(rng.randint(1, 200)))
+            vocab_size = rng.randint(6, 40)
+            with self.subTest(f"seed {SEED}, case {case}: {text!r}, vocab_size {vocab_size}"):
+                self.assertEqual(train(text, vocab_size).merges, train_by_recounting(text, vocab_size).merges)
+
+    def test_round_trip_over_the_trained_alphabet(self):
+        tok = train(corpus(20_000), 150)
+        rng = random.Random(SEED)
+        for case in range(200):
+            text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 60)))
+            self.assertEqual(tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}")
+
+    def test_a_trained_tokenizer_saves_and_loads_as_the_same_encoder(self):
+        text = corpus(20_000)
+        tok = train(text, 150)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trained.json")
+            tok.save(path)
+            again = Tokenizer.load(path)
+        self.assertEqual((again.alphabet, again.merges), (tok.alphabet, tok.merges))
+        self.assertEqual(again.encode(text), tok.encode(text))
+
+    def test_training_errors(self):
+        cases = [
+            (ValueError, "vocab_size must be at least the text's 3 distinct characters, got 2", ("ab ", 2)),
+            (ValueError, "cannot train on an empty text", ("", 10)),
+            (TypeError, "text must be a str, got bytes", (b"abc", 10)),
+            (TypeError, "vocab_size must be an int, got str '300'", ("abc", "300")),
+        ]
+        for error, fragment, args in cases:
+            with self.subTest(fragment):
+                with self.assertRaises(error) as caught:
+                    train(*args)
+                self.assertIn(fragment, str(caught.exception))
+
+
+class CommandLine(unittest.TestCase):
+
+    def test_encode_prints_the_lesson_tokens_and_ids(self):
+        done = run_in_copy("bpe.py", "encode", "mia has a red ball.")  # once as a script
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines(),
+                         ['58\t"mia"', '36\t" has"', '33\t" a"', '89\t" red"', '85\t" ball"', '4\t"."'])
+
+    def test_decode(self):
+        done = run_main(bpe.main, "decode", "58", "36", "33", "89", "85", "4")
+        self.assertEqual(done.stdout, "mia has a red ball.\n")
+
+    def test_train_then_encode_with_the_trained_file(self):
+        def write_text(tmp):
+            with open(os.path.join(tmp, "text.txt"), "w", encoding="utf-8") as f:
+                f.write("aa ab ab ba")
+
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "mine.json")
+            write_text(out)
+            done = run_main(bpe.main, "train", "text.txt", "--vocab-size", "7", "--out", path, cwd=out)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(Tokenizer.load(path).merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")])
+
+    def test_errors_are_one_line(self):
+        for args, fragment in ((("encode", "Mia"), "character 'M' at position 0"),
+                               (("decode", "90"), "id 90 at position 0 is not in the vocabulary"),
+                               (("train", "missing.txt", "--vocab-size", "9", "--out", "x.json"), "cannot read missing.txt")):
+            with self.subTest(args=args):
+                done = run_main(bpe.main, *args)
+                self.assertNotEqual(done.returncode, 0)
+                self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+                self.assertIn(fragment, done.stderr)
 
 
 if __name__ == "__main__":
