@@ -3,6 +3,8 @@
     python3 perturb_attention.py            print the lab's trace as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
+    python3 perturb_attention.py --table    each map as an aligned table, the changed rows marked
+    python3 perturb_attention.py --svg FILE the maps side by side as heatmaps
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2
 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2), WV = [[2, 0], [0, 4]], and a
@@ -22,8 +24,9 @@ import sys
 from math import fsum
 
 from attention import attend, causal_mask, masked_softmax, matmul, no_mask
-from recorded import guarded, rounded, to_json, trace_parser, write_or_check
+from recorded import guarded, rounded, to_json, trace_parser, write_atomic, write_or_check
 from trace_attention import changed_rows
+from views import heatmaps_svg, number, panel, text_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACE_PATH = os.path.join(HERE, "perturb-trace.json")
@@ -88,18 +91,17 @@ def double_future_key(q, k, v, allowed):
     k[2] = [2 * value for value in k[2]]   # k₃ := 2·k₃
 
 
+INTERVENTIONS = {"value_ablation": ablate_value, "query_perturbation": perturb_query,
+                 "connection_removal": remove_connection, "future_key_perturbation": double_future_key}
+
+
 def lab():
     """Everything the lab records, in the order perturb-trace.json keeps it."""
     first = baseline()
     q, k, v, allowed = projected()
     buggy_weights, buggy_output = buggy_post_softmax(q, k, v, allowed)
 
-    interventions = {
-        "value_ablation": intervene(ablate_value, first),
-        "query_perturbation": intervene(perturb_query, first),
-        "connection_removal": intervene(remove_connection, first),
-        "future_key_perturbation": intervene(double_future_key, first),
-    }
+    interventions = {name: intervene(change, first) for name, change in INTERVENTIONS.items()}
     q, k, v, allowed = projected()
     double_future_key(q, k, v, allowed)
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(q, k, v, allowed)[1]
@@ -142,9 +144,75 @@ def lab():
     }
 
 
+# ---- views for a person -------------------------------------------------------------------------------
+
+LABELS = ["x₁", "x₂", "x₃"]
+TITLES = {"value_ablation": "value ablation: v₂ := 0", "query_perturbation": "query perturbation: q₃ := [1, 0]",
+          "connection_removal": "connection removal: 3 ↛ 2", "future_key_perturbation": "future key: k₃ := 2·k₃"}
+
+
+def maps(result):
+    """(title, subtitle, weights, masked, rows highlighted) for the baseline, each intervention and the bug."""
+    def blocked_by(change=None):
+        q, k, v, allowed = projected()
+        if change:
+            change(q, k, v, allowed)
+        return [[not ok for ok in row] for row in allowed]
+
+    out = [("baseline", "z₃ = " + _vector(result["baseline"]["output"][2]), result["baseline"]["weights"],
+            blocked_by(), [])]
+    for key, title in TITLES.items():
+        run = result["interventions"][key]
+        rows = ", ".join(LABELS[i] for i in run["output_rows_changed"]) or "none"
+        out.append((title, f"Z changed at {rows}; z₃ = {_vector(run['output'][2])}",
+                    run["weights"], blocked_by(INTERVENTIONS[key]), run["weight_rows_changed"]))
+    bug = result["buggy_post_softmax"]
+    out.append(("buggy: softmax, then zero the future", f"row sums {_vector(bug['row_sums'])}",
+                bug["weights"], blocked_by(), []))
+    return out
+
+
+def _vector(values):
+    return "[" + ", ".join(number(v, 4) for v in values) + "]"
+
+
+def lab_table(result):
+    """Each map as an aligned table; rows whose weights changed from the baseline are marked."""
+    lines = []
+    for title, subtitle, weights, masked, changed in maps(result):
+        shown = [["0" if m else w for w, m in zip(row, m_row)] for row, m_row in zip(weights, masked)]
+        lines += [f"{title} ({subtitle})", text_table(LABELS, LABELS, shown, {i: "◀ changed" for i in changed}), ""]
+    lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
+    return "\n".join(lines) + "\n"
+
+
+def lab_svg(result):
+    panels = [panel(title, LABELS, LABELS, weights, masked, changed, subtitle)
+              for title, subtitle, weights, masked, changed in maps(result)]
+    return heatmaps_svg(panels, note="Lab 06: the baseline map beside each intervention's, and the buggy "
+                                     "procedure's; outlined rows are the weights that changed from the baseline.")
+
+
 def main(argv=None):
-    args = trace_parser("Lab 06: compute one attention head, then perturb it.", TRACE_PATH).parse_args(argv)
-    return guarded(lambda: write_or_check(to_json(rounded(lab(), DIGITS)), TRACE_PATH, args.write, args.check))
+    parser = trace_parser("Lab 06: compute one attention head, then perturb it.", TRACE_PATH)
+    parser.add_argument("--table", action="store_true", help="print each map as an aligned table")
+    parser.add_argument("--svg", metavar="FILE", help="write the maps side by side as an SVG")
+    args = parser.parse_args(argv)
+    if (args.write or args.check) and (args.table or args.svg):
+        parser.error("--write and --check go alone; drop --table and --svg")
+    return guarded(lambda: _run(args))
+
+
+def _run(args):
+    result = lab()
+    if args.svg:
+        write_atomic(args.svg, lab_svg(result))
+        print(f"wrote {args.svg}")
+    if args.table:
+        sys.stdout.write(lab_table(result))
+    if args.svg or args.table:
+        return 0
+    return write_or_check(to_json(rounded(result, DIGITS)), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":

@@ -80,10 +80,32 @@ def write_or_check(text, path, write, check):
     return 0
 
 
+class Report:
+    """Lines printed as they come and kept, so that a benchmark can record its whole output at the end."""
+
+    def __init__(self):
+        self.lines = []
+
+    def say(self, line=""):
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def record(self, path):
+        write_atomic(path, "\n".join(self.lines) + "\n")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a message."""
+
+    def error(self, message):
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def trace_parser(description, path):
     """The argument parser of a trace command line: --write or --check (or neither, to print)."""
     name = os.path.basename(path)
-    parser = argparse.ArgumentParser(description=description)
+    parser = OneLineParser(description=description)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"rewrite {name}")
     group.add_argument("--check", action="store_true", help=f"fail unless {name} matches a fresh run")
@@ -95,7 +117,7 @@ def guarded(action):
     try:
         return action()
     except FileNotFoundError as e:
-        return fail(f"cannot read {os.path.basename(e.filename or '')}: {e.strerror}")
+        return fail(f"cannot read {e.filename}: {e.strerror}")
     except (ValueError, TypeError, OSError) as e:
         return fail(str(e))
 

@@ -1,5 +1,7 @@
 """The lesson's checks of attention.py and trace_attention.py, and one test for each bad input."""
 
+import contextlib
+import io
 import math
 import os
 import shutil
@@ -8,6 +10,7 @@ import sys
 import tempfile
 import unittest
 from math import fsum
+from unittest import mock
 
 import trace_attention as ta
 from attention import (MASK_MODES, attention_backward, attention_forward, init_attention, matmul, shape,
@@ -248,11 +251,38 @@ def run_in_copy(script, *args, prepare=None):
         return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True, text=True)
 
 
+def run_main(main, *args, cwd=None):
+    """Run a command line's main(argv) in this process, as the script would run: returns an object with
+    returncode, stdout and stderr. An exception escaping main fails the test: the script would have shown a
+    traceback."""
+    out, err, code = io.StringIO(), io.StringIO(), None
+    here = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:
+                code = exit_.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 class CommandLine(unittest.TestCase):
     """trace_attention.py run as a learner runs it, in a temporary copy of the folder."""
 
-    def run_in_copy(self, *args, prepare=None):
-        return run_in_copy("trace_attention.py", *args, prepare=prepare)
+    def run_with_files(self, *args, prepare=None):
+        """trace_attention.main with its recorded file and tokenizer in a temporary folder."""
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("attention-trace.json", "tokenizer.json"):
+                shutil.copy(os.path.join(HERE, name), tmp)
+            if prepare:
+                prepare(tmp)
+            with mock.patch.object(ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")), \
+                    mock.patch.object(ta, "TOKENIZER_PATH", os.path.join(tmp, "tokenizer.json")):
+                return run_main(ta.main, *args)
 
     def assertOneLineError(self, done, fragment):
         self.assertNotEqual(done.returncode, 0)
@@ -260,9 +290,13 @@ class CommandLine(unittest.TestCase):
         self.assertNotIn("Traceback", done.stderr)
         self.assertIn(fragment, done.stderr)
 
-    def test_check_passes_on_the_recorded_file(self):
-        done = self.run_in_copy("--check")
+    def test_check_passes_on_the_recorded_file_as_a_script(self):
+        done = run_in_copy("trace_attention.py", "--check")
         self.assertEqual(done.returncode, 0, done.stderr)
+
+    def test_missing_tokenizer_is_one_line_from_the_script(self):
+        done = run_in_copy("trace_attention.py", prepare=lambda tmp: os.remove(os.path.join(tmp, "tokenizer.json")))
+        self.assertOneLineError(done, "tokenizer.json")
 
     def test_check_fails_on_a_changed_file(self):
         def tamper(tmp):
@@ -271,29 +305,30 @@ class CommandLine(unittest.TestCase):
                 text = f.read()
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace("0.5164", "0.5165"))
-        self.assertOneLineError(self.run_in_copy("--check", prepare=tamper), "differs from a fresh run")
+        self.assertOneLineError(self.run_with_files("--check", prepare=tamper), "differs from a fresh run")
 
     def test_check_fails_on_a_missing_file(self):
-        done = self.run_in_copy("--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json")))
+        done = self.run_with_files("--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json")))
         self.assertOneLineError(done, "attention-trace.json")
-
-    def test_missing_tokenizer_is_one_line(self):
-        done = self.run_in_copy(prepare=lambda tmp: os.remove(os.path.join(tmp, "tokenizer.json")))
-        self.assertOneLineError(done, "tokenizer.json")
 
     def test_corrupt_tokenizer_is_one_line(self):
         def corrupt(tmp):
             with open(os.path.join(tmp, "tokenizer.json"), "w", encoding="utf-8") as f:
                 f.write('{"version": 1, "alphabet": ["a"')
-        self.assertOneLineError(self.run_in_copy(prepare=corrupt), "tokenizer.json is not valid JSON")
+        self.assertOneLineError(self.run_with_files(prepare=corrupt), "tokenizer.json is not valid JSON")
 
     def test_write_then_check(self):
-        def rewrite_and_check(tmp):
-            os.remove(os.path.join(tmp, "attention-trace.json"))
-            subprocess.run([sys.executable, "trace_attention.py", "--write"], cwd=tmp, check=True,
-                           capture_output=True)
-        done = self.run_in_copy("--check", prepare=rewrite_and_check)
+        done = self.run_with_files("--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json")))
+        self.assertNotEqual(done.returncode, 0)
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(os.path.join(HERE, "tokenizer.json"), tmp)
+            with mock.patch.object(ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")):
+                self.assertEqual(run_main(ta.main, "--write").returncode, 0)
+                done = run_main(ta.main, "--check")
         self.assertEqual(done.returncode, 0, done.stderr)
+
+    def test_a_bad_argument_is_one_line(self):
+        self.assertOneLineError(run_main(ta.main, "--wirte"), "unrecognized arguments: --wirte")
 
     def test_interrupted_write_keeps_the_old_file(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -7,13 +7,16 @@ Rows are 0-based in code; the lab's 1-based names (z₃, v₂) are given beside 
 
 import math
 import os
+import shutil
+import tempfile
 import unittest
+from unittest import mock
 from fractions import Fraction as F
 
 import perturb_attention as lab
 from attention import attend, masked_softmax
 from recorded import rounded, to_json
-from test_attention import run_in_copy
+from test_attention import run_in_copy, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's bound.
@@ -142,8 +145,11 @@ class CommandLine(unittest.TestCase):
             os.remove(os.path.join(tmp, "perturb-trace.json"))
 
         for prepare, fragment in ((stale, "differs from a fresh run"), (missing, "cannot read perturb-trace.json")):
-            with self.subTest(fragment=fragment):
-                done = run_in_copy("perturb_attention.py", "--check", prepare=prepare)
+            with self.subTest(fragment=fragment), tempfile.TemporaryDirectory() as tmp:
+                shutil.copy(os.path.join(HERE, "perturb-trace.json"), tmp)
+                prepare(tmp)
+                with mock.patch.object(lab, "TRACE_PATH", os.path.join(tmp, "perturb-trace.json")):
+                    done = run_main(lab.main, "--check")
                 self.assertNotEqual(done.returncode, 0)
                 self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
                 self.assertIn(fragment, done.stderr)

@@ -3,10 +3,17 @@
 import json
 import os
 import re
+import shutil
+import tempfile
 import unittest
 from fractions import Fraction
 
+from bench_attention import multiply_adds
+import bpe
+from test_attention import run_main
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH_RECORDS = ("bench-attention.txt", "bench-bpe.txt")
 
 
 def read(name):
@@ -123,8 +130,36 @@ class ReadmeIsTrue(unittest.TestCase):
         recorded = set()
         for name in ("attention-trace.json", "perturb-trace.json"):
             recorded.update(numbers_in(json.loads(read(name))))
+        for name in BENCH_RECORDS:
+            recorded.update(float(n) for n in re.findall(r"-?\d+\.\d+", read(name)))
         for match in re.finditer(r"-?\d+\.\d{4,}\b", readme):
             self.assertTrue(float(match.group()) in recorded, f"README.md quotes {match.group()}, no trace records it")
+
+    def test_readme_quotes_the_recorded_benchmarks(self):
+        readme = read("README.md")
+        for name in BENCH_RECORDS:
+            self.assertTrue("```\n" + read(name) + "```" in readme, f"README.md should quote {name} whole")
+
+    def test_benchmark_columns_follow_from_the_measurements(self):
+        """speedup = dense / causal, and the work ratio is bench_attention.multiply_adds's."""
+        rows = [line.split("|")[1:-1] for line in read("bench-attention.txt").splitlines()
+                if re.match(r"\| \d", line)]
+        self.assertTrue(rows)
+        for T, causal, dense, speedup, ratio, _, _ in rows:
+            T = int(T)
+            self.assertEqual(speedup.strip(), f"{float(dense) / float(causal):.2f}×", f"T={T}")
+            self.assertEqual(ratio.strip(), f"{multiply_adds(T, False) / multiply_adds(T, True):.2f}", f"T={T}")
+
+    def test_tokenizer_commands_print_what_the_readme_shows(self):
+        readme = read("README.md")
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(os.path.join(HERE, "README.md"), tmp)
+            done = run_main(bpe.main, "train", "README.md", "--vocab-size", "300", "--out", "my-tokenizer.json",
+                            cwd=tmp)
+        self.assertTrue("```\n" + done.stdout + "```" in readme, f"README.md should show:\n{done.stdout}")
+        done = run_main(bpe.main, "encode", "mia has a red ball.")
+        self.assertTrue('$ python3 bpe.py encode "mia has a red ball."\n' + done.stdout + "```" in readme,
+                        f"README.md should show:\n{done.stdout}")
 
     def test_first_screen_gives_the_two_commands(self):
         first_screen = "\n".join(read("README.md").splitlines()[:30])

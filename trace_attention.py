@@ -3,6 +3,9 @@
     python3 trace_attention.py            print the trace as JSON
     python3 trace_attention.py --write    rewrite attention-trace.json
     python3 trace_attention.py --check    fail unless attention-trace.json matches a fresh trace
+    python3 trace_attention.py --table    the same trace as aligned tables, labelled by token
+    python3 trace_attention.py --svg FILE the weights of the three mask modes as heatmaps
+    python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT] [--table | --svg FILE]
 
 The weights are untrained: drawn from seeded generators, so every number is the same on every machine.
 The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded embedding table to make
@@ -16,9 +19,10 @@ import random
 import sys
 from math import fsum
 
-from attention import MASK_MODES, attention_backward, attention_forward, init_attention
-from bpe import Tokenizer
-from recorded import guarded, rounded, to_json, trace_parser, write_or_check
+from attention import MASK_MODES, attention_backward, attention_forward, causal_mask, init_attention
+from bpe import Tokenizer, chunks
+from recorded import guarded, rounded, to_json, trace_parser, write_atomic, write_or_check
+from views import heatmaps_svg, label, panel, text_table
 
 D_MODEL = 4
 D_HEAD = 2
@@ -84,8 +88,8 @@ def max_err(a, b):
 
 
 def changed_rows(a, b):
-    """Indices of the rows that differ at all; any changed bit counts."""
-    return [i for i, (row_a, row_b) in enumerate(zip(a, b)) if row_a != row_b]
+    """Indices of the rows that differ at all; any changed bit counts, and a row only one side has counts."""
+    return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
 
 
 def load_tokenizer():
@@ -98,13 +102,17 @@ def inputs(tokenizer, text, table):
     return ids, [list(table[i]) for i in ids]
 
 
+def lesson_setup(sentence, tokenizer=None):
+    """(tokenizer, params, ids, x) for a sentence: the lesson's seeded weights and embedding table."""
+    tokenizer = tokenizer or load_tokenizer()
+    ids, x = inputs(tokenizer, sentence, embeddings(len(tokenizer.vocab)))
+    return tokenizer, init_attention(D_MODEL, D_HEAD, SEED), ids, x
+
+
 def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     """Everything the lesson records, in the order attention-trace.json keeps it."""
-    tokenizer = tokenizer or load_tokenizer()
-    table = embeddings(len(tokenizer.vocab))
-    params = init_attention(D_MODEL, D_HEAD, SEED)
-    ids, x = inputs(tokenizer, sentence, table)
-    _, x_changed = inputs(tokenizer, changed, table)
+    tokenizer, params, ids, x = lesson_setup(sentence, tokenizer)
+    _, _, _, x_changed = lesson_setup(changed, tokenizer)
     cache = attention_forward(params, x)
     r = readout(len(x))
 
@@ -138,9 +146,79 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     }
 
 
+# ---- views for a person -------------------------------------------------------------------------------
+
+PANEL_TITLES = {"causal": "causal mask", "none": "no mask: the future leaks",
+                "zero": "zero-score bug: future scores 0.0"}
+
+
+def table(t):
+    """The trace t as aligned text: tokens and ids, scores and weights by token, the edit under each mask
+    mode, and the gradient check. Numbers as recorded, 4 decimals, −∞ as −∞."""
+    labels = [label(token) for token in t["tokens"]]
+    blocked = [[s is None for s in row] for row in t["scores"]]
+    weights = [["0" if b else w for w, b in zip(row, b_row)] for row, b_row in zip(t["weights"], blocked)]
+    lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), "",
+             f"scores = q·kᵀ / √{t['d_head']} (rows: output for; columns: attends to)",
+             text_table(labels, labels, t["scores"]), "",
+             "weights = softmax of each row of scores",
+             text_table(labels, labels, weights), "",
+             f"editing {t['sentence']!r} -> {t['changed_sentence']!r}:"]
+    for mode, result in t["masks"].items():
+        lines.append(f"  {mode:<6}  rows changed {result['rows_changed_by_the_edit']}, "
+                     f"row 0's weight on the future {result['weight_on_future_row_0']}")
+    check = t["gradient_check"]
+    lines += ["", f"gradient check: max |analytic − numeric| = {check['max_error_rounded']} "
+                  f"(central differences, ε = {check['epsilon']}, rounded to 7 decimals)"]
+    return "\n".join(lines) + "\n"
+
+
+def weights_svg(sentence=SENTENCE, tokenizer=None):
+    """One SVG with the weights of the three mask modes side by side, for any sentence."""
+    tokenizer, params, ids, x = lesson_setup(sentence, tokenizer)
+    labels = [label(token) for token in tokenizer.tokens(sentence)]
+    masks = {"causal": [[not ok for ok in row] for row in causal_mask(len(x))],
+             "none": [[False] * len(x) for _ in x], "zero": [[False] * len(x) for _ in x]}
+    panels = [panel(PANEL_TITLES[mode], labels, labels, attention_forward(params, x, mode)["weights"], masks[mode])
+              for mode in MASK_MODES]
+    return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, columns the "
+                                     f"tokens it attends to. Untrained weights, seed {SEED}.")
+
+
+def edited(sentence):
+    """The default edit of --sentence: its last word replaced by "hat", as the lesson replaces "ball"."""
+    pieces = chunks(sentence)
+    for n in range(len(pieces) - 1, -1, -1):
+        if pieces[n].strip().isalpha():
+            pieces[n] = (" " if pieces[n].startswith(" ") else "") + "hat"
+            return "".join(pieces)
+    raise ValueError(f"the sentence {sentence!r} has no word to replace: give --changed TEXT")
+
+
 def main(argv=None):
-    args = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH).parse_args(argv)
-    return guarded(lambda: write_or_check(to_json(trace()), TRACE_PATH, args.write, args.check))
+    parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH)
+    parser.add_argument("--table", action="store_true", help="print the trace as aligned tables")
+    parser.add_argument("--svg", metavar="FILE", help="write the weights of the three mask modes as an SVG")
+    parser.add_argument("--sentence", metavar="TEXT", help="trace another sentence (default: the lesson's)")
+    parser.add_argument("--changed", metavar="TEXT", help="the edited sentence (default: last word -> hat)")
+    args = parser.parse_args(argv)
+    if (args.write or args.check) and (args.table or args.svg or args.sentence is not None or args.changed is not None):
+        parser.error("--write and --check are for the recorded sentence alone; drop --table, --svg, "
+                     "--sentence and --changed")
+    return guarded(lambda: _run(args))
+
+
+def _run(args):
+    sentence = SENTENCE if args.sentence is None else args.sentence
+    changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
+    if args.svg:
+        write_atomic(args.svg, weights_svg(sentence))
+        print(f"wrote {args.svg}")
+    if args.table:
+        sys.stdout.write(table(trace(sentence, changed)))
+    if args.svg or args.table:
+        return 0
+    return write_or_check(to_json(trace(sentence, changed)), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""The views a person looks at: --table, --svg and --sentence of both labs."""
+
+import json
+import os
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import perturb_attention as lab
+import trace_attention as ta
+from test_attention import run_main
+from views import label
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SVG = "{http://www.w3.org/2000/svg}"
+SECOND = "the big dog sees a blue kite."
+
+
+def panels(svg_text):
+    """{title: (cells, masked cells, highlighted rows, texts)} of an SVG written by views.heatmaps_svg."""
+    root = ET.fromstring(svg_text)
+    found = {}
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") != "panel":
+            continue
+        rects = list(g.iter(f"{SVG}rect"))
+        cells = [r for r in rects if r.get("class", "").startswith("cell")]
+        found[g.get("data-title")] = (
+            cells, [r for r in cells if r.get("class") == "cell masked"],
+            [r for r in rects if r.get("class") == "highlight"], [t.text for t in g.iter(f"{SVG}text")])
+    return found
+
+
+class LessonViews(unittest.TestCase):
+
+    def test_svg_has_three_panels_of_t_by_t_cells_with_token_labels(self):
+        svg = panels(ta.weights_svg())
+        self.assertEqual(list(svg), [ta.PANEL_TITLES[mode] for mode in ("causal", "none", "zero")])
+        labels = [label(t) for t in ta.load_tokenizer().tokens(ta.SENTENCE)]
+        for title, (cells, masked, _, texts) in svg.items():
+            self.assertEqual(len(cells), 6 * 6, title)
+            for name in labels:
+                self.assertGreaterEqual(texts.count(name), 2, f"{title}: label {name!r} on both axes")
+
+    def test_masked_cells_carry_their_own_style(self):
+        svg = panels(ta.weights_svg())
+        cells, masked, _, _ = svg[ta.PANEL_TITLES["causal"]]
+        self.assertEqual(len(masked), 6 * 5 // 2)
+        self.assertTrue(all(r.get("fill") == "url(#masked)" for r in masked))
+        self.assertTrue(all(r.get("fill").startswith("#") for r in cells if r not in masked))
+        self.assertTrue(all(int(r.get("data-col")) > int(r.get("data-row")) for r in masked))
+        self.assertEqual(svg[ta.PANEL_TITLES["zero"]][1], [], "the zero-score bug masks nothing")
+
+    def test_every_cell_prints_its_value(self):
+        t = ta.trace()
+        texts = panels(ta.weights_svg())[ta.PANEL_TITLES["causal"]][3]
+        for i, row in enumerate(t["weights"]):
+            for j in range(i + 1):
+                self.assertIn(f"{row[j]:.4f}", texts, f"weights[{i}][{j}]")
+
+    def test_committed_figure_is_what_svg_writes_now(self):
+        with open(os.path.join(HERE, "attention-weights.svg"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), ta.weights_svg(), "attention-weights.svg is stale: "
+                             "run python3 trace_attention.py --svg attention-weights.svg")
+
+    def test_readme_shows_the_committed_figure(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            self.assertTrue("](attention-weights.svg)" in f.read(), "README.md should show attention-weights.svg")
+
+    def test_table_contains_the_recorded_weights(self):
+        t = ta.trace()
+        text = ta.table(t)
+        for i, row in enumerate(t["weights"]):
+            cells = [f"{w:.4f}" for w in row[:i + 1]] + ["0"] * (len(row) - i - 1)
+            self.assertRegex(text, r"\n" + label(t["tokens"][i]).replace(".", r"\.") + r" +" + r" +".join(cells) + r"\n")
+        self.assertIn("−∞", text)
+        self.assertIn("rows changed [4, 5], row 0's weight on the future 0.0", text)
+
+    def test_another_sentence_in_every_view(self):
+        done = run_main(ta.main, "--sentence", SECOND)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        t = json.loads(done.stdout)
+        self.assertEqual(t["sentence"], SECOND)
+        self.assertEqual("".join(t["tokens"]), SECOND)
+        self.assertEqual(t["changed_sentence"], "the big dog sees a blue hat.")
+        self.assertEqual(t["masks"]["causal"]["weight_on_future_row_0"], 0.0)
+        done = run_main(ta.main, "--sentence", SECOND, "--table")
+        self.assertIn("sees", done.stdout)
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "dog.svg")
+            done = run_main(ta.main, "--sentence", SECOND, "--svg", path)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            with open(path, encoding="utf-8") as f:
+                cells = panels(f.read())[ta.PANEL_TITLES["causal"]][0]
+        self.assertEqual(len(cells), len(t["tokens"]) ** 2)
+
+    def test_bad_sentence_is_one_line(self):
+        for args, fragment in ((("--sentence", "The dog."), "character 'T' at position 0"),
+                               (("--sentence", SECOND, "--check"), "--write and --check are for the recorded"),
+                               (("--sentence", "..."), "has no word to replace")):
+            with self.subTest(args=args):
+                done = run_main(ta.main, *args)
+                self.assertNotEqual(done.returncode, 0)
+                self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+                self.assertIn(fragment, done.stderr)
+
+
+class Lab06Views(unittest.TestCase):
+
+    def test_svg_shows_baseline_interventions_and_bug_with_changed_rows_outlined(self):
+        result = lab.lab()
+        svg = panels(lab.lab_svg(result))
+        self.assertEqual(len(svg), 6)
+        outlined = {title: len(highlight) for title, (_, _, highlight, _) in svg.items()}
+        for key, title in lab.TITLES.items():
+            self.assertEqual(outlined[title], len(result["interventions"][key]["weight_rows_changed"]), title)
+        removal = svg[lab.TITLES["connection_removal"]][1]
+        self.assertIn(("2", "1"), [(r.get("data-row"), r.get("data-col")) for r in removal])
+
+    def test_table_marks_the_changed_rows(self):
+        text = lab.lab_table(lab.lab())
+        self.assertEqual(text.count("◀ changed"), 3)
+        self.assertIn("x₃  0.4000  0.2000  0.4000  ◀ changed", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,174 @@
+"""Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps.
+
+A map is a panel: a title, row labels (the token whose output is computed), column labels (the tokens it
+may attend to), a (T, S) matrix of weights, which cells are masked, and which rows to highlight.
+
+    svg = heatmaps_svg([panel, ...])      one SVG, panels side by side, no script, no external file
+    text_table(rows, cols, matrix)        a table whose columns line up, −∞ written as −∞
+
+Masked cells are hatched grey, so a blocked pair never looks like a small weight. Cell and font sizes
+follow the number of tokens. This module draws only; the numbers come from the traces.
+"""
+
+import math
+from xml.sax.saxutils import escape
+
+MASKED_FILL = "url(#masked)"
+HIGHLIGHT = "#d95f02"
+
+
+def label(token):
+    """How a token is shown: " has" -> "has", a lone space -> "␣", a newline -> "↵"."""
+    shown = token[1:] if token.startswith(" ") and len(token) > 1 else token
+    return shown.replace(" ", "␣").replace("\n", "↵")
+
+
+def number(value, decimals=4):
+    """0.51644 -> "0.5164"; None or −∞ -> "−∞"; a tiny negative rounds to "0.0000", not "-0.0000"."""
+    if value is None or value == -math.inf:
+        return "−∞"
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def text_table(row_labels, col_labels, matrix, marks=None):
+    """Rows of text, every column right-aligned to its widest entry. An entry is a number (4 decimals, None
+    as −∞) or a string shown as is; marks: {row: text} shown after a row."""
+    cells = [[""] + list(col_labels)] + [[r] + [v if isinstance(v, str) else number(v) for v in row]
+                                         for r, row in zip(row_labels, matrix)]
+    widths = [max(len(row[c]) for row in cells) for c in range(len(cells[0]))]
+    lines = []
+    for n, row in enumerate(cells):
+        line = row[0].ljust(widths[0]) + "".join("  " + cell.rjust(w) for cell, w in zip(row[1:], widths[1:]))
+        if marks and n > 0 and (n - 1) in marks:
+            line += "  " + marks[n - 1]
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def panel(title, row_labels, col_labels, weights, masked, highlight=(), subtitle=""):
+    """One heatmap. weights (T, S) in [0, 1]; masked (T, S) of bool; highlight: row indices to outline;
+    subtitle: a line under the title."""
+    return {"title": title, "subtitle": subtitle, "rows": list(row_labels), "cols": list(col_labels),
+            "weights": weights, "masked": masked, "highlight": list(highlight)}
+
+
+def _colour(w):
+    """White at 0 to deep blue at 1."""
+    w = min(max(w, 0.0), 1.0)
+    low, high = (247, 251, 255), (8, 48, 107)
+    r, g, b = (round(a + (c - a) * w) for a, c in zip(low, high))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _sizes(n):
+    """Cell size, decimals and font size for an n × n map: big cells with 4 decimals for a short sentence,
+    smaller ones with 2 decimals for a long one, and never a font under 9 px."""
+    cell = max(30, min(64, 420 // max(n, 1)))
+    decimals = 4 if cell >= 56 else 2
+    font = min(13.0, (cell - 6) / (0.62 * (decimals + 2)))
+    return cell, decimals, max(9.0, round(font, 1))
+
+
+def _text_width(text, font):
+    return len(text) * font * 0.62
+
+
+def _draw_panel(p, x0, y0):
+    """SVG elements of one panel with its top-left corner at (x0, y0). Returns (elements, width, height)."""
+    n_rows, n_cols = len(p["rows"]), len(p["cols"])
+    cell, decimals, font = _sizes(max(n_rows, n_cols))
+    label_font = max(font, 11.0)
+    left = 24 + max(_text_width(r, label_font) for r in p["rows"])
+    col_label_height = 10 + max(_text_width(c, label_font) for c in p["cols"]) * 0.71
+    top = 60 + col_label_height
+    grid_w, grid_h = n_cols * cell, n_rows * cell
+    width = max(left + grid_w + 70, _text_width(p["title"], 15) + 10, _text_width(p["subtitle"], 12) + 10)
+    out = [f'<g class="panel" data-title="{escape(p["title"])}">',
+           f'<text x="{x0:.1f}" y="{y0 + 18:.1f}" class="title">{escape(p["title"])}</text>',
+           f'<text x="{x0:.1f}" y="{y0 + 36:.1f}" class="subtitle">{escape(p["subtitle"])}</text>',
+           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">columns: attends to →</text>',
+           f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) rotate(-90)">'
+           f'rows: output for ↑</text>']
+    for j, name in enumerate(p["cols"]):
+        cx, cy = x0 + left + (j + 0.5) * cell, y0 + top - 6
+        out.append(f'<text class="label" font-size="{label_font}" transform="translate({cx:.1f},{cy:.1f}) '
+                   f'rotate(-45)">{escape(name)}</text>')
+    for i, name in enumerate(p["rows"]):
+        cy = y0 + top + (i + 0.5) * cell
+        out.append(f'<text class="label row" font-size="{label_font}" x="{x0 + left - 6:.1f}" y="{cy:.1f}">'
+                   f'{escape(name)}</text>')
+        for j in range(n_cols):
+            cx, cy_cell = x0 + left + j * cell, y0 + top + i * cell
+            w = p["weights"][i][j]
+            masked = p["masked"][i][j]
+            kind = "cell masked" if masked else "cell"
+            fill = MASKED_FILL if masked else _colour(w)
+            ink = "#555555" if masked else ("#ffffff" if w > 0.55 else "#111111")
+            out.append(f'<rect class="{kind}" data-row="{i}" data-col="{j}" x="{cx:.1f}" y="{cy_cell:.1f}" '
+                       f'width="{cell}" height="{cell}" fill="{fill}"/>')
+            out.append(f'<text class="value" font-size="{font}" fill="{ink}" x="{cx + cell / 2:.1f}" '
+                       f'y="{cy_cell + cell / 2:.1f}">{"0" if masked else number(w, decimals)}</text>')
+        if i in p["highlight"]:
+            out.append(f'<rect class="highlight" x="{x0 + left - 2:.1f}" y="{y0 + top + i * cell - 2:.1f}" '
+                       f'width="{grid_w + 4}" height="{cell + 4}"/>')
+            out.append(f'<text class="changed" x="{x0 + left + grid_w + 6:.1f}" y="{y0 + top + (i + 0.5) * cell:.1f}">'
+                       f'◀ changed</text>')
+    out.append(f'<rect class="frame" x="{x0 + left:.1f}" y="{y0 + top:.1f}" width="{grid_w}" height="{grid_h}"/>')
+    # the colour scale under the grid
+    scale_y = y0 + top + grid_h + 16
+    out.append(f'<rect x="{x0 + left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" fill="url(#scale)" '
+               f'class="scale"/>')
+    for tick in (0.0, 0.5, 1.0):
+        tx = x0 + left + tick * grid_w
+        out.append(f'<text class="tick" x="{tx:.1f}" y="{scale_y + 24:.1f}">{tick:g}</text>')
+    out.append("</g>")
+    return out, width, top + grid_h + 50
+
+
+def heatmaps_svg(panels, note=None):
+    """One self-contained SVG with the panels side by side, a legend for masked cells, and an optional
+    note line at the bottom."""
+    x, parts, heights = 16.0, [], []
+    for p in panels:
+        elements, width, height = _draw_panel(p, x, 16.0)
+        parts.extend(elements)
+        heights.append(height)
+        x += width + 36
+    height = 16 + max(heights) + 8
+    legend_y = height
+    parts.append(f'<rect x="16" y="{legend_y:.1f}" width="18" height="18" fill="{MASKED_FILL}" class="legend"/>')
+    parts.append(f'<text class="note" x="42" y="{legend_y + 13:.1f}">masked: the score is −∞ (or the weight was '
+                 f'zeroed), so the weight is exactly 0 — not a small weight</text>')
+    if note:
+        parts.append(f'<text class="note" x="16" y="{legend_y + 38:.1f}">{escape(note)}</text>')
+    total_w, total_h = max(x - 20, 620), legend_y + (50 if note else 28)
+    head = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
+        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="DejaVu Sans, Verdana, sans-serif">',
+        "<defs>",
+        '<pattern id="masked" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#e4e4e4"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" '
+        'stroke-width="2"/></pattern>',
+        f'<linearGradient id="scale"><stop offset="0" stop-color="{_colour(0)}"/>'
+        f'<stop offset="0.5" stop-color="{_colour(0.5)}"/><stop offset="1" stop-color="{_colour(1)}"/></linearGradient>',
+        "<style>"
+        ".title{font-size:15px;font-weight:bold;fill:#111}"
+        ".subtitle{font-size:12px;fill:#333}"
+        ".axis{font-size:11px;fill:#555}"
+        ".label{fill:#111;dominant-baseline:middle}"
+        ".label.row{text-anchor:end}"
+        ".value{text-anchor:middle;dominant-baseline:central}"
+        ".cell{stroke:#ffffff;stroke-width:1}"
+        ".frame{fill:none;stroke:#777;stroke-width:1}"
+        ".highlight{fill:none;stroke:" + HIGHLIGHT + ";stroke-width:3}"
+        ".changed{font-size:11px;fill:" + HIGHLIGHT + ";dominant-baseline:middle}"
+        ".scale{stroke:#777;stroke-width:0.5}"
+        ".tick{font-size:10px;fill:#555;text-anchor:middle}"
+        ".legend{stroke:#777;stroke-width:0.5}"
+        ".note{font-size:12px;fill:#333}"
+        "</style>",
+        "</defs>",
+        f'<rect width="{total_w:.0f}" height="{total_h:.0f}" fill="#ffffff"/>',
+    ]
+    return "\n".join(head + parts + ["</svg>"]) + "\n"
