@@ -71,6 +71,9 @@ def matmul(a, b, spans=None):
 
 
 def _shape_text(a):
+    """How an error message shows what came: (2, 3) for a matrix, (2, 3/4) for a ragged one, else its type."""
+    if not isinstance(a, list):
+        return type(a).__name__
     widths = sorted({len(row) for row in a}) if all(isinstance(r, list) for r in a) else ["?"]
     return f"({len(a)}, {'/'.join(map(str, widths)) or 0})"
 
@@ -127,11 +130,11 @@ def check_allowed(allowed, rows, cols):
     if not isinstance(allowed, list) or len(allowed) != rows or any(
             not isinstance(r, list) or len(r) != cols for r in allowed):
         raise ValueError(f"allowed must be a ({rows}, {cols}) matrix of bools, one row per query and one "
-                         f"column per source, got {_shape_text(allowed) if isinstance(allowed, list) else type(allowed).__name__}")
+                         f"column per source, got {_shape_text(allowed)}")
     for i, row in enumerate(allowed):
-        for j, entry in enumerate(row if set(map(type, row)) != {bool} else ()):
-            if not isinstance(entry, bool):
-                raise ValueError(f"allowed[{i}][{j}] must be True or False, got {type(entry).__name__} {entry!r}")
+        if set(map(type, row)) != {bool}:
+            j, entry = next((j, entry) for j, entry in enumerate(row) if type(entry) is not bool)
+            raise ValueError(f"allowed[{i}][{j}] must be True or False, got {type(entry).__name__} {entry!r}")
         if not any(row):
             raise ValueError(f"query {i} may attend to no source: allowed[{i}] is all False, expected at least "
                              f"one True (there is no fallback)")
@@ -293,11 +296,10 @@ def check_params(params):
     for name in ("Wk", "Wv"):
         if shape(params[name]) != (d_model, d_head):
             raise ValueError(f"{name} must be (d_model, d_head) = ({d_model}, {d_head}) like Wq, "
-                             f"got {_shape_text(params[name]) if isinstance(params[name], list) else type(params[name]).__name__}")
+                             f"got {_shape_text(params[name])}")
         check_matrix(name, params[name], cols=d_head)
     if shape(params["Wo"]) != (d_head, d_model):
-        raise ValueError(f"Wo must be (d_head, d_model) = ({d_head}, {d_model}), "
-                         f"got {_shape_text(params['Wo']) if isinstance(params['Wo'], list) else type(params['Wo']).__name__}")
+        raise ValueError(f"Wo must be (d_head, d_model) = ({d_head}, {d_model}), got {_shape_text(params['Wo'])}")
     check_matrix("Wo", params["Wo"], cols=d_model)
     return d_model, d_head
 

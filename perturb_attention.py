@@ -24,7 +24,7 @@ import sys
 from math import fsum
 
 from attention import attend, causal_mask, masked_softmax, matmul, no_mask
-from recorded import guarded, rounded, to_json, trace_parser, write_atomic, write_or_check
+from recorded import emit, guarded, parse_trace_args, rounded, to_json, trace_parser
 from trace_attention import changed_rows
 from views import heatmaps_svg, number, panel, text_table
 
@@ -195,24 +195,14 @@ def lab_svg(result):
 
 def main(argv=None):
     parser = trace_parser("Lab 06: compute one attention head, then perturb it.", TRACE_PATH)
-    parser.add_argument("--table", action="store_true", help="print each map as an aligned table")
-    parser.add_argument("--svg", metavar="FILE", help="write the maps side by side as an SVG")
-    args = parser.parse_args(argv)
-    if (args.write or args.check) and (args.table or args.svg):
-        parser.error("--write and --check go alone; drop --table and --svg")
+    args = parse_trace_args(parser, argv)
     return guarded(lambda: _run(args))
 
 
 def _run(args):
     result = lab()
-    if args.svg:
-        write_atomic(args.svg, lab_svg(result))
-        print(f"wrote {args.svg}")
-    if args.table:
-        sys.stdout.write(lab_table(result))
-    if args.svg or args.table:
-        return 0
-    return write_or_check(to_json(rounded(result, DIGITS)), TRACE_PATH, args.write, args.check)
+    return emit(args, TRACE_PATH, svg=lambda: lab_svg(result), table=lambda: lab_table(result),
+                json_text=lambda: to_json(rounded(result, DIGITS)))
 
 
 if __name__ == "__main__":

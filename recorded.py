@@ -41,6 +41,8 @@ def rounded(value, digits):
 def write_atomic(path, text):
     """Write text to path through a temporary file in the same folder and a rename."""
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OSError(f"cannot write {path}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
@@ -103,13 +105,39 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def trace_parser(description, path):
-    """The argument parser of a trace command line: --write or --check (or neither, to print)."""
+    """The argument parser of a trace command line: --write or --check, or the views --table and --svg FILE;
+    with none of them it prints the JSON."""
     name = os.path.basename(path)
     parser = OneLineParser(description=description)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"rewrite {name}")
     group.add_argument("--check", action="store_true", help=f"fail unless {name} matches a fresh run")
+    parser.add_argument("--table", action="store_true", help="print the maps as aligned tables")
+    parser.add_argument("--svg", metavar="FILE", help="write the maps as heatmaps to an SVG file")
     return parser
+
+
+def parse_trace_args(parser, argv, other_inputs=()):
+    """Parse, and refuse --write or --check beside a view or another input (named in other_inputs)."""
+    args = parser.parse_args(argv)
+    extras = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
+        "--" + name for name in other_inputs if getattr(args, name) is not None]
+    if (args.write or args.check) and extras:
+        parser.error(f"--write and --check work on the recorded file alone; drop {', '.join(extras)}")
+    return args
+
+
+def emit(args, path, svg, table, json_text):
+    """Do what a trace command line was asked: --svg writes svg(), --table prints table(), and otherwise the
+    JSON is printed, written or checked. Each argument is a function, called only when its view is asked."""
+    if args.svg:
+        write_atomic(args.svg, svg())
+        print(f"wrote {args.svg}")
+    if args.table:
+        sys.stdout.write(table())
+    if args.svg or args.table:
+        return 0
+    return write_or_check(json_text(), path, args.write, args.check)
 
 
 def guarded(action):

@@ -26,9 +26,7 @@ GRAD_TOLERANCE = 1e-8
 
 
 def lesson_run(mask="causal", sentence=ta.SENTENCE):
-    tokenizer = ta.load_tokenizer()
-    params = ta.init_attention(ta.D_MODEL, ta.D_HEAD, ta.SEED)
-    _, x = ta.inputs(tokenizer, sentence, ta.embeddings(len(tokenizer.vocab)))
+    _, params, _, x = ta.lesson_setup(sentence)
     return params, x, attention_forward(params, x, mask)
 
 
@@ -153,16 +151,19 @@ class LessonChecks(unittest.TestCase):
         self.assertEqual(shape([[1, 2, 3], [4, 5, 6]]), (2, 3))
 
 
-class BadInput(unittest.TestCase):
+class MessageAssertions:
+    def assertMessage(self, error, fragment, call, *args):
+        """call(*args) raises error, and its message contains fragment."""
+        with self.assertRaises(error) as caught:
+            call(*args)
+        self.assertIn(fragment, str(caught.exception))
+
+
+class BadInput(MessageAssertions, unittest.TestCase):
     """Each mistake gets a ValueError or TypeError that names what was expected and what came."""
 
     def setUp(self):
         self.params, self.x, self.cache = lesson_run()
-
-    def assertMessage(self, error, fragment, call, *args):
-        with self.assertRaises(error) as caught:
-            call(*args)
-        self.assertIn(fragment, str(caught.exception))
 
     def test_unknown_mask_mode(self):
         with self.assertRaises(ValueError) as caught:
@@ -329,6 +330,11 @@ class CommandLine(unittest.TestCase):
 
     def test_a_bad_argument_is_one_line(self):
         self.assertOneLineError(run_main(ta.main, "--wirte"), "unrecognized arguments: --wirte")
+
+    def test_writing_into_a_missing_folder_is_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            target = os.path.join(tmp, "no-such-folder", "weights.svg")
+            self.assertOneLineError(run_main(ta.main, "--svg", target), "the folder")
 
     def test_interrupted_write_keeps_the_old_file(self):
         with tempfile.TemporaryDirectory() as tmp:

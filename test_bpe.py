@@ -10,7 +10,7 @@ import make_tokenizer
 from bench_bpe import corpus, train_by_recounting
 from bpe import Tokenizer, chunks, merge_pair, train
 import bpe
-from test_attention import run_in_copy, run_main
+from test_attention import MessageAssertions, run_in_copy, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON = os.path.join(HERE, "tokenizer.json")
@@ -86,12 +86,7 @@ class Helpers(unittest.TestCase):
         self.assertEqual(tok.tokens("abc"), ["a", "bc"])
 
 
-class TokenizerErrors(unittest.TestCase):
-
-    def assertMessage(self, error, fragment, call, *args):
-        with self.assertRaises(error) as caught:
-            call(*args)
-        self.assertIn(fragment, str(caught.exception))
+class TokenizerErrors(MessageAssertions, unittest.TestCase):
 
     def test_character_outside_the_alphabet(self):
         self.assertMessage(ValueError, "character 'M' at position 0 is not in the tokenizer's alphabet",

@@ -96,7 +96,7 @@ class LessonViews(unittest.TestCase):
 
     def test_bad_sentence_is_one_line(self):
         for args, fragment in ((("--sentence", "The dog."), "character 'T' at position 0"),
-                               (("--sentence", SECOND, "--check"), "--write and --check are for the recorded"),
+                               (("--sentence", SECOND, "--check"), "--write and --check work on the recorded file alone"),
                                (("--sentence", "..."), "has no word to replace")):
             with self.subTest(args=args):
                 done = run_main(ta.main, *args)

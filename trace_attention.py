@@ -14,14 +14,15 @@ then edits a later token ("ball" -> "hat") under each mask mode to see which out
 the hand-written backward pass against central differences on the loss Σ out·r.
 """
 
+import math
 import os
 import random
 import sys
 from math import fsum
 
-from attention import MASK_MODES, attention_backward, attention_forward, causal_mask, init_attention
+from attention import MASK_MODES, attention_backward, attention_forward, init_attention
 from bpe import Tokenizer, chunks
-from recorded import guarded, rounded, to_json, trace_parser, write_atomic, write_or_check
+from recorded import emit, guarded, parse_trace_args, rounded, to_json, trace_parser
 from views import heatmaps_svg, label, panel, text_table
 
 D_MODEL = 4
@@ -177,10 +178,11 @@ def weights_svg(sentence=SENTENCE, tokenizer=None):
     """One SVG with the weights of the three mask modes side by side, for any sentence."""
     tokenizer, params, ids, x = lesson_setup(sentence, tokenizer)
     labels = [label(token) for token in tokenizer.tokens(sentence)]
-    masks = {"causal": [[not ok for ok in row] for row in causal_mask(len(x))],
-             "none": [[False] * len(x) for _ in x], "zero": [[False] * len(x) for _ in x]}
-    panels = [panel(PANEL_TITLES[mode], labels, labels, attention_forward(params, x, mode)["weights"], masks[mode])
-              for mode in MASK_MODES]
+    panels = []
+    for mode in MASK_MODES:
+        run = attention_forward(params, x, mode)
+        masked = [[s == -math.inf for s in row] for row in run["scores"]]
+        panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], masked))
     return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, columns the "
                                      f"tokens it attends to. Untrained weights, seed {SEED}.")
 
@@ -197,28 +199,17 @@ def edited(sentence):
 
 def main(argv=None):
     parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH)
-    parser.add_argument("--table", action="store_true", help="print the trace as aligned tables")
-    parser.add_argument("--svg", metavar="FILE", help="write the weights of the three mask modes as an SVG")
     parser.add_argument("--sentence", metavar="TEXT", help="trace another sentence (default: the lesson's)")
     parser.add_argument("--changed", metavar="TEXT", help="the edited sentence (default: last word -> hat)")
-    args = parser.parse_args(argv)
-    if (args.write or args.check) and (args.table or args.svg or args.sentence is not None or args.changed is not None):
-        parser.error("--write and --check are for the recorded sentence alone; drop --table, --svg, "
-                     "--sentence and --changed")
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed"))
     return guarded(lambda: _run(args))
 
 
 def _run(args):
     sentence = SENTENCE if args.sentence is None else args.sentence
     changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
-    if args.svg:
-        write_atomic(args.svg, weights_svg(sentence))
-        print(f"wrote {args.svg}")
-    if args.table:
-        sys.stdout.write(table(trace(sentence, changed)))
-    if args.svg or args.table:
-        return 0
-    return write_or_check(to_json(trace(sentence, changed)), TRACE_PATH, args.write, args.check)
+    return emit(args, TRACE_PATH, svg=lambda: weights_svg(sentence), table=lambda: table(trace(sentence, changed)),
+                json_text=lambda: to_json(trace(sentence, changed)))
 
 
 if __name__ == "__main__":
