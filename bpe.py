@@ -243,7 +243,8 @@ def _check_training_input(text, vocab_size):
 # ---- command line -------------------------------------------------------------------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRESS_EVERY = 50  # merges between two progress lines on stderr, for texts of over 100,000 characters
+PROGRESS_ABOVE = 100_000  # characters: a longer text reports its progress on stderr
+PROGRESS_EVERY = 50       # tokens between two progress lines
 
 
 def main(argv=None):
@@ -269,10 +270,10 @@ def _run(args):
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
         report = None
-        if len(text) > 100_000:
+        if len(text) > PROGRESS_ABOVE:
             def report(n):
-                if (n - 1) % PROGRESS_EVERY == 0 or n == args.vocab_size:
-                    print(f"{n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
+                if n % PROGRESS_EVERY == 0 or n == args.vocab_size:
+                    print(f"training: {n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
         tok = train(text, args.vocab_size, progress=report)
         tok.save(args.out)
         print(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} merges) "

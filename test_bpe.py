@@ -5,6 +5,7 @@ import os
 import random
 import tempfile
 import unittest
+from unittest import mock
 
 import make_tokenizer
 from bench_bpe import corpus, train_by_recounting
@@ -133,6 +134,11 @@ class TokenizerErrors(MessageAssertions, unittest.TestCase):
 
 class Training(unittest.TestCase):
 
+    @classmethod
+    def setUpClass(cls):
+        cls.text = corpus(10_000)
+        cls.trained = train(cls.text, 150)
+
     def test_known_answer_with_ties(self):
         """train("aa ab ab ba", 7). Chunks "aa", " ab" (twice), " ba"; alphabet " ", "a", "b" = ids 0, 1, 2.
         Step 1: counts (0,1) 2, (1,2) 2, (1,1) 1, (0,2) 1, (2,1) 1. A tie at 2: (0,1) < (1,2), so " a" = 3.
@@ -157,8 +163,7 @@ class Training(unittest.TestCase):
         self.assertEqual(train("ab", 4).merges, [("a", "b")])
 
     def test_training_twice_gives_the_same_merges(self):
-        text = corpus(20_000)
-        self.assertEqual(train(text, 200).merges, train(text, 200).merges)
+        self.assertEqual(train(self.text, 150).merges, self.trained.merges)
 
     def test_incremental_counts_agree_with_recounting(self):
         rng = random.Random(SEED)
@@ -169,15 +174,14 @@ class Training(unittest.TestCase):
                 self.assertEqual(train(text, vocab_size).merges, train_by_recounting(text, vocab_size).merges)
 
     def test_round_trip_over_the_trained_alphabet(self):
-        tok = train(corpus(20_000), 150)
+        tok = self.trained
         rng = random.Random(SEED)
         for case in range(200):
             text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 60)))
             self.assertEqual(tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}")
 
     def test_a_trained_tokenizer_saves_and_loads_as_the_same_encoder(self):
-        text = corpus(20_000)
-        tok = train(text, 150)
+        text, tok = self.text, self.trained
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trained.json")
             tok.save(path)
@@ -222,6 +226,14 @@ class CommandLine(unittest.TestCase):
             done = run_main(bpe.main, "train", "text.txt", "--vocab-size", "7", "--out", path, cwd=out)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(Tokenizer.load(path).merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")])
+
+    def test_long_training_reports_progress_on_stderr(self):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(bpe, "PROGRESS_ABOVE", 5_000):
+            with open(os.path.join(tmp, "long.txt"), "w", encoding="utf-8") as f:
+                f.write(corpus(5_001))
+            done = run_main(bpe.main, "train", "long.txt", "--vocab-size", "100", "--out", "long.json", cwd=tmp)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr.splitlines(), ["training: 50/100 tokens", "training: 100/100 tokens"])
 
     def test_errors_are_one_line(self):
         for args, fragment in ((("encode", "Mia"), "character 'M' at position 0"),
