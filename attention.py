@@ -181,6 +181,8 @@ def attend(q, k, v, allowed, blocked_score=NEG_INF):
       mixed    (T, d_v) weights·v
       plus what `attend_backward` needs (q, k, v, allowed, blocked_score).
 
+    A blocked pair's score is never computed (that is the work the mask saves); to see every scaled score
+    before a mask, call attend with no_mask(T, S), as Lab 06 does for its "scores".
     blocked_score is −∞ for a correct mask. Any finite value (the lesson's "zero" bug passes 0.0) is a
     constant score that still enters the softmax: its source is not blocked at all, only made blind to q·k.
     Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v counts
