@@ -85,7 +85,7 @@ def lab_table(lab):
 
 
 def lab_figures(lab):
-    base, bug = lab["baseline"], lab["buggy_post_softmax"]
+    base, bug, mix = lab["baseline"], lab["buggy_post_softmax"], lab["checks"]["equal_mixtures"]
     leak = lab["interventions"]["future_key_perturbation"]["buggy_output"]
     return [
         lab_table(lab),
@@ -94,7 +94,16 @@ def lab_figures(lab):
         f"the buggy weights `{bug['weights']}`",
         f"row sums `{bug['row_sums']}`",
         f"its first output row moves from `{bug['output'][0]}` to `{leak[0]}`",
+        f"([{fractions(lab['interventions']['connection_removal']['weights'][2])}] instead of "
+        f"[{fractions(base['weights'][2])}])",
+        f"leaves the weight {fraction(base['weights'][2][1])} on source 2",
+        f"[{fractions(mix['weights_a'])}] and [{fractions(mix['weights_b'])}], produce the same mixture of "
+        + ", ".join(f"[{fractions(v)}]" for v in mix["values"]),
     ]
+
+
+def fractions(values):
+    return ", ".join(fraction(x) for x in values)
 
 
 def flat(text):
