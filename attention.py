@@ -310,7 +310,8 @@ def attention_forward(params, x, mask="causal"):
     """Run the layer on x (T, d_model). Returns every intermediate under its own name:
 
     q, k, v (T, d_head); scores (T, T) as masked, −∞ where excluded; weights (T, T); mixed (T, d_head);
-    out (T, d_model); and what attention_backward needs (x, mask, allowed, blocked_score).
+    out (T, d_model); the mode as "mask"; and what attention_backward needs (q, k, v, allowed,
+    blocked_score).
 
     mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the common
     bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises ValueError for an
@@ -325,7 +326,7 @@ def attention_forward(params, x, mask="causal"):
     allowed = no_mask(T, T) if mask == "none" else causal_mask(T)
     head = attend(q, k, v, allowed, blocked_score=0.0 if mask == "zero" else NEG_INF)
     out = matmul(head["mixed"], params["Wo"])
-    return {**head, "x": x, "mask": mask, "out": out}
+    return {**head, "mask": mask, "out": out}
 
 
 def attention_backward(params, x, cache, d_out):

@@ -254,13 +254,13 @@ def main(argv=None):
     train_cmd.add_argument("file")
     train_cmd.add_argument("--vocab-size", type=int, required=True)
     train_cmd.add_argument("--out", required=True, help="where to save the tokenizer (JSON)")
-    for name, what in (("encode", "text"), ("decode", "ids")):
-        cmd = commands.add_parser(name, help=f"{name} {what} with a saved tokenizer")
-        if name == "encode":
-            cmd.add_argument("text")
-        else:
-            cmd.add_argument("ids", nargs="+", type=int)
-        cmd.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
+    encode_cmd = commands.add_parser("encode", help="show the tokens of a text with their ids")
+    encode_cmd.add_argument("text")
+    decode_cmd = commands.add_parser("decode", help="turn ids back into text")
+    decode_cmd.add_argument("ids", nargs="+", type=int)
+    for cmd in (encode_cmd, decode_cmd):
+        cmd.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"),
+                         help="a saved tokenizer (default: the lesson's tokenizer.json)")
     args = parser.parse_args(argv)
     return guarded(lambda: _run(args))
 

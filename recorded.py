@@ -45,6 +45,7 @@ def write_atomic(path, text):
         raise OSError(f"cannot write {path}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
     try:
+        os.chmod(tmp, _readable_mode(path))  # mkstemp makes the file private; the result should not be
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
@@ -53,6 +54,15 @@ def write_atomic(path, text):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _readable_mode(path):
+    """The permissions a written file gets: the old file's, or what the umask gives a new file."""
+    if os.path.exists(path):
+        return os.stat(path).st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_or_check(text, path, write, check):

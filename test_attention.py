@@ -346,6 +346,16 @@ class CommandLine(unittest.TestCase):
                 self.assertEqual(f.read(), "old\n")
             self.assertEqual(os.listdir(tmp), ["trace.json"])
 
+    def test_a_written_file_is_readable_by_others_like_any_new_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "weights.svg")
+            umask = os.umask(0o022)
+            try:
+                write_atomic(path, "<svg/>\n")
+            finally:
+                os.umask(umask)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -103,17 +103,19 @@ def inputs(tokenizer, text, table):
     return ids, [list(table[i]) for i in ids]
 
 
-def lesson_setup(sentence, tokenizer=None):
-    """(tokenizer, params, ids, x) for a sentence: the lesson's seeded weights and embedding table."""
+def lesson_setup(sentence, tokenizer=None, changed=None):
+    """(tokenizer, params, ids, x) for a sentence: the lesson's seeded weights and embedding table.
+    With changed, the edited sentence's x is added at the end: (tokenizer, params, ids, x, x_changed)."""
     tokenizer = tokenizer or load_tokenizer()
-    ids, x = inputs(tokenizer, sentence, embeddings(len(tokenizer.vocab)))
-    return tokenizer, init_attention(D_MODEL, D_HEAD, SEED), ids, x
+    table = embeddings(len(tokenizer.vocab))
+    ids, x = inputs(tokenizer, sentence, table)
+    found = (tokenizer, init_attention(D_MODEL, D_HEAD, SEED), ids, x)
+    return found if changed is None else found + (inputs(tokenizer, changed, table)[1],)
 
 
 def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     """Everything the lesson records, in the order attention-trace.json keeps it."""
-    tokenizer, params, ids, x = lesson_setup(sentence, tokenizer)
-    _, _, _, x_changed = lesson_setup(changed, tokenizer)
+    tokenizer, params, ids, x, x_changed = lesson_setup(sentence, tokenizer, changed)
     cache = attention_forward(params, x)
     r = readout(len(x))
 
