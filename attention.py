@@ -3,35 +3,49 @@
 For an input x of T rows (one per position) and d_model columns:
 
     q = x·Wq,  k = x·Wk,  v = x·Wv                      each (T, d_head)
-    scores  = q·kᵀ / √d_head, −∞ where j > i             (T, T)
-    weights = softmax of each row of scores              (T, T), later positions exactly 0.0
+    scores  = q·kᵀ · scale, scale = 1/√d_head           (T, T), −∞ where j > i
+    weights = softmax_row of each row of scores          (T, T), later positions exactly 0.0
     mixed   = weights·v                                  (T, d_head)
     out     = mixed·Wo                                   (T, d_model)
 
-The mechanism after projection is one core, `attend(q, k, v, allowed)`, shared by the lesson's layer and by
-Lab 06: `allowed[i][j]` is True when query i may attend to source j (the polarity of the boolean
-`attn_mask` of PyTorch's scaled_dot_product_attention). A blocked score is −∞ before the softmax and its
-weight is exactly 0.0; the work follows the mask, so a blocked pair is never computed at all.
+The file reads in the lesson's order: list helpers, softmax_row, the masks, the core (scores,
+weights, mixed, and its backward), then the lesson's layer. Standard library only.
 
-Every sum is `math.fsum`, correctly rounded, so no value depends on the order of summation and skipping a
-zero term changes no bit. One head, no batch (a batch is a loop over sequences), no bias, dropout,
-normalization or residual. Run the lesson with `python3 trace_attention.py`.
+What it adds to the lesson's listing, without hiding a step:
+  - a mask is a (T, S) matrix `allowed`: allowed[i][j] is True when query i may attend to source j
+    (the polarity of PyTorch's boolean `attn_mask`). A blocked pair is never computed: its score is
+    −∞, its weight exactly 0.0, and every sum stops at the last source a row reaches (0…i, causal);
+  - the "zero" bug's backward is exact: its 0.0 scores are constants, no gradient to q or k;
+  - every sum is math.fsum, correctly rounded, so no value depends on the order of summation and
+    leaving out a zero term changes no bit;
+  - each public entry point checks its input once (checks.py) and raises ValueError or TypeError
+    naming what was expected and what came.
+
+It leaves out batches (a batch is a loop over sequences), bias, dropout, normalization and
+residuals. Run the lesson with `python3 trace_attention.py`.
 """
 
 import math
 import random
-from itertools import chain, compress
 from math import fsum
 from operator import mul
+
+from checks import (check_backward, check_head, check_head_backward, check_layer_input,
+                    check_masked_softmax, check_matmul, check_rectangular, check_sizes,
+                    check_stages, softmax_error)
 
 MASK_MODES = ("causal", "none", "zero")
 NEG_INF = -math.inf
 
 
-# ---- list-of-lists helpers ----------------------------------------------------------------------------
+# ---- list-of-lists helpers -------------------------------------------------------------------
 
 def shape(t):
-    """The sizes of a nested list, outermost first: shape([[1, 2, 3], [4, 5, 6]]) -> (2, 3)."""
+    """The sizes of a nested list, outermost first.
+
+    >>> shape([[1, 2, 3], [4, 5, 6]])
+    (2, 3)
+    """
     sizes = []
     while isinstance(t, list):
         sizes.append(len(t))
@@ -42,108 +56,82 @@ def shape(t):
 
 
 def transpose(a):
-    """(n, m) -> (m, n)."""
+    """(n, m) -> (m, n).
+
+    >>> transpose([[1, 2, 3]])
+    [[1], [2], [3]]
+    """
+    check_rectangular("transpose", a)
     return [list(col) for col in zip(*a)]
 
 
 def dot(a, b):
-    """Σ a[n]·b[n], correctly rounded. Raises ValueError when the sum overflows."""
+    """Σ a[n]·b[n], correctly rounded; when one list is shorter, the sum stops with it.
+
+    >>> dot([1, 2, 3], [1, 1, 1])
+    6.0
+    >>> dot([1, 2], [1, 1, 1])
+    3.0
+
+    Raises ValueError when the sum overflows (fsum raises rather than return a wrong sum).
+    """
     try:
         return fsum(map(mul, a, b))
-    except (OverflowError, ValueError):  # fsum's "intermediate overflow" or an inf − inf
-        raise ValueError("a sum of products overflowed: these numbers are too large for floats") from None
+    except (OverflowError, ValueError):  # "intermediate overflow", or inf − inf
+        raise ValueError("a dot product overflowed: the numbers are too large for floats") from None
 
 
-def matmul(a, b, spans=None):
+def matmul(a, b):
     """(n, m)·(m, p) -> (n, p). Raises ValueError naming both shapes when the inner sizes differ.
 
-    With spans, a list of one (first, stop) per row of a, row i sums only over the inner positions
-    first ≤ p < stop: the caller knows the terms outside are zeros, and fsum makes leaving them out exact.
-    matmul([[1, 2, 3]], [[1], [1], [1]], spans=[(0, 2)]) -> [[3]].
+    >>> matmul([[1, 2], [3, 4]], [[5], [6]])
+    [[17.0], [39.0]]
     """
-    inner = {len(row) for row in a}
-    if len(inner) != 1 or inner.pop() != len(b) or len({len(row) for row in b}) > 1:
-        raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
-    cols = transpose(b)
-    if spans is None:
-        return [[dot(row, col) for col in cols] for row in a]
-    return [[dot(row[first:stop], col[first:stop]) for col in cols] for row, (first, stop) in zip(a, spans)]
+    check_matmul(a, b)
+    b_cols = transpose(b)
+    return [[dot(a_row, b_col) for b_col in b_cols] for a_row in a]
 
 
-def _shape_text(a):
-    """How an error message shows what came: (2, 3) for a matrix, (2, 3/4) for a ragged one, else its type."""
-    if not isinstance(a, list):
-        return type(a).__name__
-    widths = sorted({len(row) for row in a}) if all(isinstance(r, list) for r in a) else ["?"]
-    return f"({len(a)}, {'/'.join(map(str, widths)) or 0})"
+# ---- softmax -----------------------------------------------------------------------------------
 
+def softmax_row(row):
+    """Softmax of one row of scores: the largest score is subtracted before exp, so a score of 1e6
+    does not overflow, and an entry of −∞ becomes exactly 0.0 (exp(−∞) = 0).
 
-# ---- checks at the boundary ---------------------------------------------------------------------------
+    >>> softmax_row([0.0, 0.0, -math.inf])
+    [0.5, 0.5, 0.0]
 
-_PLAIN_NUMBERS = {float, int}
-
-
-def check_matrix(name, m, cols=None, label=None):
-    """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
-
-    `cols` is the width the caller expects; `label` names the rows in the width message
-    ("each input row must have 4 numbers, got 3 in row 2"). Raises TypeError for a value of the wrong kind
-    and ValueError for an empty, ragged or non-finite matrix.
+    Raises ValueError unless the scores are finite or −∞, at least one of them finite.
     """
-    if _plain_matrix(m, cols):
-        return len(m), len(m[0])
-    if not isinstance(m, list):
-        raise TypeError(f"{name} must be a list of rows, got {type(m).__name__}")
-    if not m:
-        raise ValueError(f"{name} is an empty sequence: expected at least one row")
-    for i, row in enumerate(m):
-        if not isinstance(row, list):
-            raise TypeError(f"{name}[{i}] must be a list of numbers, got {type(row).__name__}")
-    if cols is None:
-        cols = len(m[0])
-    if cols == 0:
-        raise ValueError(f"{name} rows are empty: expected at least one number per row")
-    for i, row in enumerate(m):
-        if len(row) != cols:
-            raise ValueError(f"each {label or name} row must have {cols} numbers, got {len(row)} in row {i}")
-        for j, value in enumerate(row):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name}[{i}][{j}] must be a number, got {type(value).__name__} {value!r}")
-            if not math.isfinite(value):
-                raise ValueError(f"{name}[{i}][{j}] must be a finite number, got {value!r}")
-    return len(m), cols
+    top = max(row)
+    exps = [math.exp(s - top) for s in row]
+    total = fsum(exps)
+    if not math.isfinite(total):    # a NaN, a +∞, or a row of −∞ alone: no softmax to take
+        raise softmax_error(row)
+    return [e / total for e in exps]
 
 
-def _plain_matrix(m, cols):
-    """The common case, settled in one pass: a non-empty list of equal rows of finite ints and floats.
-    Anything else goes through check_matrix's checks one by one, for the message."""
-    if type(m) is not list or not m or set(map(type, m)) != {list}:
-        return False
-    widths = set(map(len, m))
-    values = list(chain.from_iterable(m))
-    return (widths == {cols if cols is not None else len(m[0])} and 0 not in widths
-            and set(map(type, values)) <= _PLAIN_NUMBERS and math.isfinite(sum(values)))
+def masked_softmax(scores, allowed):
+    """Lab 06's name for the same softmax: a blocked source (allowed False) becomes −∞ first.
+
+    >>> masked_softmax([1.0, 1.0, 5.0], [True, True, False])
+    [0.5, 0.5, 0.0]
+
+    Raises ValueError unless scores and allowed are lists of one length, allowed holds bools with at
+    least one True, and every allowed score is finite; TypeError for a score that is not a number.
+    """
+    check_masked_softmax(scores, allowed)
+    return softmax_row([s if ok else NEG_INF for s, ok in zip(scores, allowed)])
 
 
-def check_allowed(allowed, rows, cols):
-    """Raise ValueError unless allowed is a (rows, cols) matrix of bools with a True in every row."""
-    if not isinstance(allowed, list) or len(allowed) != rows or any(
-            not isinstance(r, list) or len(r) != cols for r in allowed):
-        raise ValueError(f"allowed must be a ({rows}, {cols}) matrix of bools, one row per query and one "
-                         f"column per source, got {_shape_text(allowed)}")
-    for i, row in enumerate(allowed):
-        if set(map(type, row)) != {bool}:
-            j, entry = next((j, entry) for j, entry in enumerate(row) if type(entry) is not bool)
-            raise ValueError(f"allowed[{i}][{j}] must be True or False, got {type(entry).__name__} {entry!r}")
-        if not any(row):
-            raise ValueError(f"query {i} may attend to no source: allowed[{i}] is all False, expected at least "
-                             f"one True (there is no fallback)")
-
-
-# ---- the attention core -------------------------------------------------------------------------------
+# ---- masks -------------------------------------------------------------------------------------
 
 def causal_mask(T):
-    """(T, T) allowed matrix: position i sees positions 0…i."""
+    """(T, T) allowed matrix: position i sees positions 0…i.
+
+    >>> causal_mask(3)
+    [[True, False, False], [True, True, False], [True, True, True]]
+    """
     return [[j <= i for j in range(T)] for i in range(T)]
 
 
@@ -152,132 +140,88 @@ def no_mask(T, S):
     return [[True] * S for _ in range(T)]
 
 
-def masked_softmax(scores, allowed):
-    """Softmax of one row over the allowed sources; a blocked source gets exactly 0.0.
+def reach(scores_row):
+    """How many entries of a row of scores a sum must read: up to its last score that is not −∞.
+    Under the causal mask row i reaches i + 1: llm.c's `for (t2 = 0; t2 <= t; t2++)`.
 
-    The largest allowed score is subtracted before exp, so a score of 1e6 does not overflow:
-    masked_softmax([0.0, 1000.0, 5.0], [True, True, False]) -> [exp(-1000)/…, 1.0, 0.0].
-    Raises ValueError when nothing is allowed or an allowed score is not finite.
+    >>> reach([0.5, -math.inf, 0.25, -math.inf, -math.inf])
+    3
     """
-    kept = list(compress(scores, allowed))
-    if not kept:
-        raise ValueError("softmax of a row with every source blocked: expected at least one allowed score")
-    if not math.isfinite(sum(kept)):  # a sum of finite scores may overflow too: look at each one
-        for j, (s, ok) in enumerate(zip(scores, allowed)):
-            if ok and not math.isfinite(s):
-                raise ValueError(f"score {j} must be finite where allowed, got {s!r}")
-    top = max(kept)
-    exps = [math.exp(s - top) if ok else 0.0 for s, ok in zip(scores, allowed)]
-    total = fsum(exps)
-    return [e / total for e in exps]
+    n = len(scores_row)
+    while n > 1 and scores_row[n - 1] == NEG_INF:
+        n -= 1
+    return n
 
 
-def attend(q, k, v, allowed, blocked_score=NEG_INF):
-    """Scaled dot-product attention after projection: the core that both labs call.
+# ---- the core: scores, weights, mixed ----------------------------------------------------------
+
+def attention_core(q, k, v, allowed, blocked_score=NEG_INF):
+    """Scaled dot-product attention after projection, unchecked: the layer calls it with what it has
+    just built, and `attend` calls it after checking its input.
 
     q (T, d), k (S, d), v (S, d_v), allowed (T, S) of bool. Returns a dict:
-      scores   (T, S)   q_i·k_j / √d where allowed[i][j], blocked_score elsewhere
-      weights  (T, S)   softmax of each row of scores
+      scores   (T, S)   q_i·k_j · scale where allowed[i][j], blocked_score elsewhere
+      weights  (T, S)   softmax_row of each row of scores
       mixed    (T, d_v) weights·v
-      plus what `attend_backward` needs (q, k, v, allowed, blocked_score).
+      and q, k, v, allowed, blocked_score, which the backward needs.
 
-    A blocked pair's score is never computed (that is the work the mask saves); to see every scaled score
-    before a mask, call attend with no_mask(T, S), as Lab 06 does for its "scores".
-    blocked_score is −∞ for a correct mask. Any finite value (the lesson's "zero" bug passes 0.0) is a
-    constant score that still enters the softmax: its source is not blocked at all, only made blind to q·k.
-    Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v counts
-    that differ, a mask of the wrong size or with a non-bool entry, a row with every source blocked, or a
-    score that overflows.
+    blocked_score is −∞ for a correct mask; a finite one (the "zero" bug passes 0.0) still enters
+    the softmax, so the blocked source gets weight. A blocked pair's score is never computed;
+    to see every score before a mask, pass no_mask(T, S).
     """
-    T, d = check_matrix("q", q)
-    S, d_k = check_matrix("k", k)
-    S_v, d_v = check_matrix("v", v)
-    if d_k != d:
-        raise ValueError(f"query and key widths must match: q is ({T}, {d}), k is ({S}, {d_k})")
-    if S_v != S:
-        raise ValueError(f"keys and values must be as many: k has {S} rows, v has {S_v}")
-    check_allowed(allowed, T, S)
-    if not (blocked_score == NEG_INF or math.isfinite(blocked_score)):
-        raise ValueError(f"blocked_score must be -inf or a finite number, got {blocked_score!r}")
-
-    scores = _dots_where(q, k, allowed, blocked_score, math.sqrt(d))
-    for i, row in enumerate(scores):
-        for j, s in enumerate(row):
-            if allowed[i][j] and not math.isfinite(s):
-                raise ValueError(f"score [{i}][{j}] overflowed to {s}: q and k are too large for floats")
-    in_softmax = _in_softmax(allowed, blocked_score)
-    weights = [masked_softmax(row, ok) for row, ok in zip(scores, in_softmax)]
-    mixed = matmul(weights, v, spans=spans(in_softmax))
+    scale = 1 / math.sqrt(len(q[0]))
+    scores = [[dot(q_i, k_j) * scale if ok else blocked_score for k_j, ok in zip(k, allowed_i)]
+              for q_i, allowed_i in zip(q, allowed)]
+    weights = [softmax_row(row) for row in scores]
+    # row i mixes only the values it reaches, 0…i under the causal mask: dot stops at the shorter
+    a_reached, v_cols = [a_i[:reach(s_i)] for a_i, s_i in zip(weights, scores)], transpose(v)
+    mixed = [[dot(a_i, v_col) for v_col in v_cols] for a_i in a_reached]
     return {"q": q, "k": k, "v": v, "allowed": allowed, "blocked_score": blocked_score,
             "scores": scores, "weights": weights, "mixed": mixed}
 
 
-def attend_backward(head, d_mixed):
-    """Gradients of attend: head is what attend returned, d_mixed (T, d_v). Returns (d_q, d_k, d_v).
-
-    Walks attend in reverse. A blocked pair has no weight and no gradient; under a finite blocked_score the
-    pair has a weight, so its value gets gradient, but its score is a constant and passes none to q or k.
-    """
-    q, k, v, allowed, weights = head["q"], head["k"], head["v"], head["allowed"], head["weights"]
-    in_softmax = _in_softmax(allowed, head["blocked_score"])
+def attention_core_backward(head, d_mixed):
+    """Gradients of attention_core: head is what it returned, d_mixed (T, d_v) is dLoss/d(mixed).
+    Returns (d_q, d_k, d_v). Walks the core in reverse; sums run only over the pairs the forward
+    reached (row i over sources 0…i, source j over queries j…T−1, under the causal mask)."""
+    q, k, v, allowed = head["q"], head["k"], head["v"], head["allowed"]
+    scores, weights = head["scores"], head["weights"]
+    scale = 1 / math.sqrt(len(q[0]))
+    # Source j is read by queries j…T−1 under the causal mask: the end of column j. Reversed, those
+    # come first, reached_by[j] of them, and dot stops at the shorter list.
+    reached_by = [reach(col[::-1]) for col in transpose(scores)]
 
     # forward: mixed = weights·v
-    d_weights = _dots_where(d_mixed, v, in_softmax, 0.0, 1.0)
-    d_v = matmul(transpose(weights), d_mixed, spans=spans(transpose(in_softmax)))
+    d_weights = [[dot(dm_i, v_j) if s != NEG_INF else 0.0 for v_j, s in zip(v, s_i)]
+                 for dm_i, s_i in zip(d_mixed, scores)]
+    a_cols = [col[::-1][:n] for col, n in zip(transpose(weights), reached_by)]
+    d_mixed_cols = [col[::-1] for col in transpose(d_mixed)]
+    d_v = [[dot(a_col, dm_col) for dm_col in d_mixed_cols] for a_col in a_cols]
 
-    # forward: weights_i = softmax(scores_i); per row d_scores = a·(da − Σ a·da). A blocked score, or a
-    # constant one, has no gradient.
+    # forward: weights_i = softmax_row(scores_i). Per row, d_scores = a·(da − Σ a·da); a blocked
+    # score, and the "zero" bug's constant 0.0, has no gradient.
     d_scores = []
-    for a, da, ok in zip(weights, d_weights, allowed):
-        a_da = dot(a, da)
-        d_scores.append([a_j * (da_j - a_da) if ok_j else 0.0 for a_j, da_j, ok_j in zip(a, da, ok)])
+    for a_i, da_i, allowed_i in zip(weights, d_weights, allowed):
+        a_da = dot(a_i, da_i)
+        d_scores.append([a * (da - a_da) if ok else 0.0 for a, da, ok in zip(a_i, da_i, allowed_i)])
 
-    # forward: scores = q·kᵀ / √d where allowed
-    sqrt_d = math.sqrt(len(q[0]))
-    d_dots = [[g / sqrt_d for g in row] for row in d_scores]
-    d_q = matmul(d_dots, k, spans=spans(allowed))
-    d_k = matmul(transpose(d_dots), q, spans=spans(transpose(allowed)))
+    # forward: scores = raw_scores · scale, raw_scores = q·kᵀ
+    d_raw_scores = [[g * scale for g in row] for row in d_scores]
+    g_rows = [g_i[:reach(s_i)] for g_i, s_i in zip(d_raw_scores, scores)]
+    k_cols = transpose(k)
+    d_q = [[dot(g_i, k_col) for k_col in k_cols] for g_i in g_rows]
+    g_cols = [col[::-1][:n] for col, n in zip(transpose(d_raw_scores), reached_by)]
+    q_cols = [col[::-1] for col in transpose(q)]
+    d_k = [[dot(g_col, q_col) for q_col in q_cols] for g_col in g_cols]
     return d_q, d_k, d_v
 
 
-def spans(allowed):
-    """For each row, the (first, stop) range from its first to its last allowed entry: the work a row needs.
-    For a causal mask, position i sees 0…i: spans(causal_mask(3)) -> [(0, 1), (0, 2), (0, 3)]."""
-    result = []
-    for row in allowed:
-        first = row.index(True) if True in row else 0
-        stop = len(row) - row[::-1].index(True) if True in row else 0
-        result.append((first, stop))
-    return result
-
-
-def _dots_where(a, b, allowed, fill, divisor):
-    """(T, S): a_i·b_j / divisor where allowed[i][j], fill elsewhere; a pair outside the row's span is
-    never computed."""
-    out = []
-    for a_i, ok_row, (first, stop) in zip(a, allowed, spans(allowed)):
-        row = [fill] * len(ok_row)
-        row[first:stop] = [dot(a_i, b_j) / divisor if ok else fill
-                           for b_j, ok in zip(b[first:stop], ok_row[first:stop])]
-        out.append(row)
-    return out
-
-
-def _in_softmax(allowed, blocked_score):
-    """Which scores enter each row's softmax: the allowed ones, or all of them when blocked scores are finite."""
-    return allowed if blocked_score == NEG_INF else no_mask(len(allowed), len(allowed[0]))
-
-
-# ---- the lesson's layer -------------------------------------------------------------------------------
+# ---- the lesson's layer ------------------------------------------------------------------------
 
 def init_attention(d_model, d_head, seed):
     """Wq, Wk, Wv of (d_model, d_head) and Wo of (d_head, d_model), drawn in that order, row by row,
     as round(uniform(-0.5, 0.5), 2) from random.Random(seed)."""
-    for name, value in (("d_model", d_model), ("d_head", d_head)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
+    check_sizes(d_model=d_model, d_head=d_head)
     rng = random.Random(seed)
 
     def draw(rows, cols):
@@ -287,69 +231,67 @@ def init_attention(d_model, d_head, seed):
             "Wo": draw(d_head, d_model)}
 
 
-def check_params(params):
-    """Return (d_model, d_head) of a params dict, or raise naming the missing or misfitting matrix."""
-    if not isinstance(params, dict):
-        raise TypeError(f"params must be a dict with Wq, Wk, Wv and Wo, got {type(params).__name__}")
-    missing = [name for name in ("Wq", "Wk", "Wv", "Wo") if name not in params]
-    if missing:
-        raise ValueError(f"params must have Wq, Wk, Wv and Wo, missing {', '.join(missing)}")
-    d_model, d_head = check_matrix("Wq", params["Wq"])
-    for name in ("Wk", "Wv"):
-        if shape(params[name]) != (d_model, d_head):
-            raise ValueError(f"{name} must be (d_model, d_head) = ({d_model}, {d_head}) like Wq, "
-                             f"got {_shape_text(params[name])}")
-        check_matrix(name, params[name], cols=d_head)
-    if shape(params["Wo"]) != (d_head, d_model):
-        raise ValueError(f"Wo must be (d_head, d_model) = ({d_head}, {d_model}), got {_shape_text(params['Wo'])}")
-    check_matrix("Wo", params["Wo"], cols=d_model)
-    return d_model, d_head
-
-
 def attention_forward(params, x, mask="causal"):
     """Run the layer on x (T, d_model). Returns every intermediate under its own name:
+    q, k, v (T, d_head); scores (T, T) as masked, −∞ where excluded; weights (T, T);
+    mixed (T, d_head); out (T, d_model); the mode as "mask"; and allowed and blocked_score.
 
-    q, k, v (T, d_head); scores (T, T) as masked, −∞ where excluded; weights (T, T); mixed (T, d_head);
-    out (T, d_model); the mode as "mask"; and what attention_backward needs (q, k, v, allowed,
-    blocked_score).
-
-    mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the common
-    bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises ValueError for an
-    unknown mode, an empty sequence, rows of the wrong width, non-finite numbers or misfitting params, and
-    TypeError for a value of the wrong kind.
+    mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the
+    common bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises
+    ValueError for an unknown mode, an empty sequence, rows of the wrong width, non-finite numbers
+    or misfitting params, and TypeError for a value of the wrong kind.
     """
     if mask not in MASK_MODES:
         raise ValueError(f"mask must be one of {MASK_MODES}, got {mask!r}")
-    d_model, _ = check_params(params)
-    T, _ = check_matrix("x", x, cols=d_model, label="input")
+    check_layer_input(params, x)     # empty sequence, rows of the wrong width, misfitting params
+    T = len(x)
     q, k, v = matmul(x, params["Wq"]), matmul(x, params["Wk"]), matmul(x, params["Wv"])
     allowed = no_mask(T, T) if mask == "none" else causal_mask(T)
-    head = attend(q, k, v, allowed, blocked_score=0.0 if mask == "zero" else NEG_INF)
+    blocked_score = 0.0 if mask == "zero" else NEG_INF    # the bug: exp(0.0) = 1 is not a mask
+    head = attention_core(q, k, v, allowed, blocked_score)   # scores, weights, mixed
     out = matmul(head["mixed"], params["Wo"])
-    return {**head, "mask": mask, "out": out}
+    return check_stages({**head, "mask": mask, "out": out})
 
 
 def attention_backward(params, x, cache, d_out):
-    """Gradients for one forward pass: d_out (T, d_model) is dLoss/d(out), cache what attention_forward
-    returned for (params, x). Returns (grads, d_x): grads has Wq, Wk, Wv, Wo, d_x is (T, d_model).
-    Raises ValueError when d_out does not have out's shape or is not finite."""
-    d_model, _ = check_params(params)
-    T, _ = check_matrix("x", x, cols=d_model, label="input")
-    if not isinstance(cache, dict) or any(name not in cache for name in ("q", "weights", "mixed", "allowed")):
-        raise ValueError("cache must be the dict attention_forward returned for these params and x")
-    if len(cache["q"]) != T:
-        raise ValueError(f"cache is for {len(cache['q'])} positions, x has {T}")
-    check_matrix("d_out", d_out, cols=d_model, label="d_out")
-    if len(d_out) != T:
-        raise ValueError(f"d_out must have one row per position ({T}, {d_model}), got {len(d_out)} rows")
-
+    """Gradients for one forward pass: d_out (T, d_model) is dLoss/d(out), cache what
+    attention_forward returned for (params, x). Returns (grads, d_x): grads has Wq, Wk, Wv, Wo and
+    d_x is (T, d_model). Raises ValueError when d_out does not have out's shape or is not finite, or
+    the cache is not one attention_forward returned for this x."""
+    check_backward(params, x, cache, d_out)
     # forward: out = mixed·Wo
-    grads = {"Wo": matmul(transpose(cache["mixed"]), d_out)}
+    d_Wo = matmul(transpose(cache["mixed"]), d_out)
     d_mixed = matmul(d_out, transpose(params["Wo"]))
-    d_q, d_k, d_v = attend_backward(cache, d_mixed)
+    # forward: scores, weights, mixed from q, k, v
+    d_q, d_k, d_v = attention_core_backward(cache, d_mixed)
     # forward: q = x·Wq, k = x·Wk, v = x·Wv; x reaches the output along all three paths
-    xt = transpose(x)
-    grads["Wq"], grads["Wk"], grads["Wv"] = matmul(xt, d_q), matmul(xt, d_k), matmul(xt, d_v)
-    paths = [matmul(d, transpose(params[name])) for d, name in ((d_q, "Wq"), (d_k, "Wk"), (d_v, "Wv"))]
+    x_t = transpose(x)
+    grads = {"Wq": matmul(x_t, d_q), "Wk": matmul(x_t, d_k), "Wv": matmul(x_t, d_v), "Wo": d_Wo}
+    paths = [matmul(d_q, transpose(params["Wq"])), matmul(d_k, transpose(params["Wk"])),
+             matmul(d_v, transpose(params["Wv"]))]
     d_x = [[fsum(parts) for parts in zip(*rows)] for rows in zip(*paths)]
-    return {name: grads[name] for name in ("Wq", "Wk", "Wv", "Wo")}, d_x
+    check_stages({**grads, "d_x": d_x})
+    return grads, d_x
+
+
+# ---- the core at the door: Lab 06's entry points -----------------------------------------------
+
+def attend(q, k, v, allowed, blocked_score=NEG_INF):
+    """attention_core with its input checked: the entry point of Lab 06 and of experiments.
+
+    Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v
+    counts that differ, a mask of the wrong size or with a non-bool entry, a row with every source
+    blocked, a blocked_score that is neither −∞ nor finite, or a score that overflows.
+    """
+    check_head(q, k, v, allowed, blocked_score)
+    return check_stages(attention_core(q, k, v, allowed, blocked_score))
+
+
+def attend_backward(head, d_mixed):
+    """attention_core_backward with its input checked: head is what attend returned, d_mixed
+    (T, d_v). Returns (d_q, d_k, d_v)."""
+    check_head_backward(head, d_mixed)
+    d_q, d_k, d_v = attention_core_backward(head, d_mixed)
+    check_stages({"d_q": d_q, "d_k": d_k, "d_v": d_v})
+    return d_q, d_k, d_v
+

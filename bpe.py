@@ -36,7 +36,8 @@ FORMAT_VERSION = 1
 def chunks(text):
     """Cut text into the pieces merges never cross.
 
-    chunks("mia has  a ball.") -> ['mia', ' has', ' ', ' a', ' ball', '.']
+    >>> chunks("mia has  a ball.")
+    ['mia', ' has', ' ', ' a', ' ball', '.']
     """
     pieces, i, n = [], 0, len(text)
     while i < n:
@@ -53,7 +54,11 @@ def chunks(text):
 
 
 def merge_pair(ids, pair, new_id):
-    """Replace every occurrence of pair, left to right: ids=[1, 2, 3, 1, 2], pair=(1, 2) -> [4, 3, 4]."""
+    """Replace every occurrence of pair, left to right.
+
+    >>> merge_pair([1, 2, 3, 1, 2], (1, 2), 4)
+    [4, 3, 4]
+    """
     out, i = [], 0
     while i < len(ids):
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:

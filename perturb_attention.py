@@ -24,8 +24,8 @@ import sys
 from math import fsum
 
 from attention import attend, causal_mask, masked_softmax, matmul, no_mask
-from recorded import emit, guarded, parse_trace_args, rounded, to_json, trace_parser
-from trace_attention import changed_rows
+from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, to_json,
+                      trace_parser, write_or_check)
 from views import heatmaps_svg, number, panel, text_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,7 +152,8 @@ TITLES = {"value_ablation": "value ablation: v₂ := 0", "query_perturbation": "
 
 
 def maps(result):
-    """(title, subtitle, weights, masked, rows highlighted) for the baseline, each intervention and the bug."""
+    """(title, subtitle, weights, hatched, rows highlighted) for the baseline, each intervention and
+    the bug; hatched is True where the mask blocks a pair."""
     def blocked_by(change=None):
         q, k, v, allowed = projected()
         if change:
@@ -179,16 +180,16 @@ def _vector(values):
 def lab_table(result):
     """Each map as an aligned table; rows whose weights changed from the baseline are marked."""
     lines = []
-    for title, subtitle, weights, masked, changed in maps(result):
-        shown = [["0" if m else w for w, m in zip(row, m_row)] for row, m_row in zip(weights, masked)]
+    for title, subtitle, weights, hatched, changed in maps(result):
+        shown = [["0" if h else w for w, h in zip(row, h_row)] for row, h_row in zip(weights, hatched)]
         lines += [f"{title} ({subtitle})", text_table(LABELS, LABELS, shown, {i: "◀ changed" for i in changed}), ""]
     lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
     return "\n".join(lines) + "\n"
 
 
 def lab_svg(result):
-    panels = [panel(title, LABELS, LABELS, weights, masked, changed, subtitle)
-              for title, subtitle, weights, masked, changed in maps(result)]
+    panels = [panel(title, LABELS, LABELS, weights, hatched, changed, subtitle)
+              for title, subtitle, weights, hatched, changed in maps(result)]
     return heatmaps_svg(panels, note="Lab 06: the baseline map beside each intervention's, and the buggy "
                                      "procedure's; outlined rows are the weights that changed from the baseline.")
 
@@ -201,8 +202,13 @@ def main(argv=None):
 
 def _run(args):
     result = lab()
-    return emit(args, TRACE_PATH, svg=lambda: lab_svg(result), table=lambda: lab_table(result),
-                json_text=lambda: to_json(rounded(result, DIGITS)))
+    if args.svg:
+        save_view(args.svg, lab_svg(result))
+    if args.table:
+        sys.stdout.write(lab_table(result))
+    if args.svg or args.table:
+        return 0
+    return write_or_check(to_json(rounded(result, DIGITS)), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,20 @@
-"""Recorded files: written whole or not at all, and compared with a fresh run.
+"""Recorded files and the command lines that write them: what the traces and benchmarks share.
 
-The golden JSON files (attention-trace.json, perturb-trace.json) and saved tokenizers go through here:
-`write_atomic` writes a temporary file beside the target and renames it into place, so an interrupted write
-leaves the old file as it was. `rounded` prepares numbers for JSON: rounded to a fixed number of decimals,
-with −∞ written as null.
+    to_json(obj)                      the one JSON layout of every recorded file
+    rounded(value, digits)            numbers rounded for JSON, −∞ written as null
+    changed_rows(a, b)                which rows of two runs differ at all (both labs use it)
+    write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
+                                      interrupted write leaves the old file as it was
+    write_or_check(text, path, ...)   a trace's --write, --check (naming the first differing line),
+                                      or printing
+    save_view(path, text)             --svg: write a view and say so
+    Report                            a benchmark's lines, printed and kept for --record
+    trace_parser, parse_trace_args    the argparse of the two trace command lines; OneLineParser
+                                      makes a bad argument one line on stderr
+    guarded(action), fail(message)    an error becomes one line on stderr and exit status 1
+
+The golden JSON files (attention-trace.json, perturb-trace.json), the saved tokenizers, the SVGs and
+the benchmark records all go through write_atomic.
 """
 
 import argparse
@@ -22,8 +33,10 @@ def to_json(obj):
 def rounded(value, digits):
     """Round every float in nested lists and dicts; −∞ becomes None (JSON null).
 
-    rounded([[0.123456, -inf]], 4) -> [[0.1235, None]]. Raises ValueError for NaN or +∞, which no recorded
-    number may be.
+    >>> rounded([[0.123456, -math.inf]], 4)
+    [[0.1235, None]]
+
+    Raises ValueError for NaN or +∞, which no recorded number may be.
     """
     if isinstance(value, dict):
         return {key: rounded(item, digits) for key, item in value.items()}
@@ -36,6 +49,16 @@ def rounded(value, digits):
             raise ValueError(f"a recorded number must be finite or -inf, got {value!r}")
         return round(value, digits)
     return value
+
+
+def changed_rows(a, b):
+    """Indices of the rows that differ at all; any changed bit counts, and a row only one side has
+    counts. Both labs use it.
+
+    >>> changed_rows([[1.0], [2.0]], [[1.0], [2.5], [3.0]])
+    [1, 2]
+    """
+    return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
 
 
 def write_atomic(path, text):
@@ -137,17 +160,10 @@ def parse_trace_args(parser, argv, other_inputs=()):
     return args
 
 
-def emit(args, path, svg, table, json_text):
-    """Do what a trace command line was asked: --svg writes svg(), --table prints table(), and otherwise the
-    JSON is printed, written or checked. Each argument is a function, called only when its view is asked."""
-    if args.svg:
-        write_atomic(args.svg, svg())
-        print(f"wrote {args.svg}")
-    if args.table:
-        sys.stdout.write(table())
-    if args.svg or args.table:
-        return 0
-    return write_or_check(json_text(), path, args.write, args.check)
+def save_view(path, text):
+    """Write a view (an SVG) the user asked for, atomically, and say so."""
+    write_atomic(path, text)
+    print(f"wrote {path}")
 
 
 def guarded(action):

@@ -1,20 +1,24 @@
-"""The lesson's checks of attention.py and trace_attention.py, and one test for each bad input."""
+"""The lesson's checks of attention.py and trace_attention.py, one test for each bad input, and
+the docstring examples of every module a learner reads."""
 
-import contextlib
-import io
+import doctest
 import math
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 from math import fsum
 from unittest import mock
 
+import attention
+import bpe
+import checks
+import recorded
 import trace_attention as ta
+import views
 from attention import (MASK_MODES, attention_backward, attention_forward, init_attention, matmul, shape,
                        transpose)
+from helpers_for_tests import MessageAssertions, run_in_copy, run_main
 from recorded import to_json, write_atomic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +30,8 @@ GRAD_TOLERANCE = 1e-8
 
 
 def lesson_run(mask="causal", sentence=ta.SENTENCE):
-    _, params, _, x = ta.lesson_setup(sentence)
+    tokenizer, params, table = ta.lesson_setup()
+    _, x = ta.inputs(tokenizer, sentence, table)
     return params, x, attention_forward(params, x, mask)
 
 
@@ -107,7 +112,7 @@ class LessonChecks(unittest.TestCase):
         for i in range(len(q)):
             for j in range(i + 1):
                 unscaled = fsum(a * b for a, b in zip(q[i], k[j]))
-                self.assertEqual(cache["scores"][i][j], unscaled / math.sqrt(2), f"scores[{i}][{j}]")
+                self.assertEqual(cache["scores"][i][j], unscaled * (1 / math.sqrt(2)), f"scores[{i}][{j}]")
 
     def test_future_token_does_not_change_earlier_rows(self):
         params, x, cache = lesson_run()
@@ -149,14 +154,6 @@ class LessonChecks(unittest.TestCase):
         self.assertEqual(matmul([[1, 2], [3, 4]], [[5], [6]]), [[17], [39]])
         self.assertEqual(transpose([[1, 2, 3]]), [[1], [2], [3]])
         self.assertEqual(shape([[1, 2, 3], [4, 5, 6]]), (2, 3))
-
-
-class MessageAssertions:
-    def assertMessage(self, error, fragment, call, *args):
-        """call(*args) raises error, and its message contains fragment."""
-        with self.assertRaises(error) as caught:
-            call(*args)
-        self.assertIn(fragment, str(caught.exception))
 
 
 class BadInput(MessageAssertions, unittest.TestCase):
@@ -241,37 +238,7 @@ class BadInput(MessageAssertions, unittest.TestCase):
         self.assertMessage(TypeError, "d_model must be an int, got float 4.0", init_attention, 4.0, 2, 1)
 
 
-def run_in_copy(script, *args, prepare=None):
-    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if given."""
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in os.listdir(HERE):
-            if name.endswith((".py", ".json")):
-                shutil.copy(os.path.join(HERE, name), tmp)
-        if prepare:
-            prepare(tmp)
-        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True, text=True)
-
-
-def run_main(main, *args, cwd=None):
-    """Run a command line's main(argv) in this process, as the script would run: returns an object with
-    returncode, stdout and stderr. An exception escaping main fails the test: the script would have shown a
-    traceback."""
-    out, err, code = io.StringIO(), io.StringIO(), None
-    here = os.getcwd()
-    try:
-        if cwd:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exit_:
-                code = exit_.code
-    finally:
-        os.chdir(here)
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
-
-
-class CommandLine(unittest.TestCase):
+class CommandLine(MessageAssertions, unittest.TestCase):
     """trace_attention.py run as a learner runs it, in a temporary copy of the folder."""
 
     def run_with_files(self, *args, prepare=None):
@@ -284,12 +251,6 @@ class CommandLine(unittest.TestCase):
             with mock.patch.object(ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")), \
                     mock.patch.object(ta, "TOKENIZER_PATH", os.path.join(tmp, "tokenizer.json")):
                 return run_main(ta.main, *args)
-
-    def assertOneLineError(self, done, fragment):
-        self.assertNotEqual(done.returncode, 0)
-        self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
-        self.assertNotIn("Traceback", done.stderr)
-        self.assertIn(fragment, done.stderr)
 
     def test_check_passes_on_the_recorded_file_as_a_script(self):
         done = run_in_copy("trace_attention.py", "--check")
@@ -355,6 +316,13 @@ class CommandLine(unittest.TestCase):
             finally:
                 os.umask(umask)
             self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+
+
+def load_tests(loader, tests, ignore):
+    """Each docstring example is a test: an example that never runs goes wrong unseen."""
+    for module in (attention, checks, recorded, bpe, views):
+        tests.addTests(doctest.DocTestSuite(module))
+    return tests
 
 
 if __name__ == "__main__":

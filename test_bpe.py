@@ -11,7 +11,7 @@ import make_tokenizer
 from bench_bpe import corpus, train_by_recounting
 from bpe import Tokenizer, chunks, merge_pair, train
 import bpe
-from test_attention import MessageAssertions, run_in_copy, run_main
+from helpers_for_tests import MessageAssertions, run_in_copy, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON = os.path.join(HERE, "tokenizer.json")

@@ -16,7 +16,7 @@ from fractions import Fraction as F
 import perturb_attention as lab
 from attention import attend, masked_softmax
 from recorded import rounded, to_json
-from test_attention import run_in_copy, run_main
+from helpers_for_tests import run_in_copy, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's bound.
@@ -29,12 +29,12 @@ class Lab06(unittest.TestCase):
     def setUpClass(cls):
         cls.lab = lab.lab()
 
-    def assertExact(self, actual, expected, what):
+    def assertWithinTolerance(self, actual, expected, what):
         """actual (floats, nested lists) equals expected (Fractions) within TOLERANCE."""
         if isinstance(expected, list):
             self.assertEqual(len(actual), len(expected), what)
             for n, (a, e) in enumerate(zip(actual, expected)):
-                self.assertExact(a, e, f"{what}[{n}]")
+                self.assertWithinTolerance(a, e, f"{what}[{n}]")
         else:
             self.assertLess(abs(F(actual) - F(expected)), TOLERANCE, f"{what}: {actual} != {expected}")
 
@@ -48,56 +48,56 @@ class Lab06(unittest.TestCase):
         Z = A·V: z₁ = [2, 0]; z₂ = 1/3·[2, 0] + 2/3·[0, 4] = [2/3, 8/3];
         z₃ = 1/4·[2, 0] + 1/4·[0, 4] + 1/2·[2, 4] = [3/2, 3]."""
         base = self.lab["baseline"]
-        self.assertExact(base["weights"], [[1, 0, 0], [F(1, 3), F(2, 3), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
-        self.assertExact(base["output"], [[2, 0], [F(2, 3), F(8, 3)], [F(3, 2), 3]], "Z")
+        self.assertWithinTolerance(base["weights"], [[1, 0, 0], [F(1, 3), F(2, 3), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
+        self.assertWithinTolerance(base["output"], [[2, 0], [F(2, 3), F(8, 3)], [F(3, 2), 3]], "Z")
         self.assertEqual(base["masked_scores"][0][1:], [-math.inf, -math.inf])
-        self.assertExact(base["scores"][0][2], math.log(2), "row 0's unmasked score for source 2 (ln 2)")
+        self.assertWithinTolerance(base["scores"][0][2], math.log(2), "row 0's unmasked score for source 2 (ln 2)")
 
     def test_buggy_post_softmax(self):
         """Softmax over all three sources first. Row 0: exp [ln 2, 0, ln 2] = [2, 1, 2] over 5 -> keep 2/5.
         Row 1: exp [0, ln 2, ln 2] = [1, 2, 2] over 5 -> keep [1/5, 2/5]. Row 2 sees everything: [1/4, 1/4, 1/2].
         Row sums 2/5, 3/5, 1. Z: [4/5, 0]; 1/5·[2, 0] + 2/5·[0, 4] = [2/5, 8/5]; [3/2, 3]."""
         bug = self.lab["buggy_post_softmax"]
-        self.assertExact(bug["weights"], [[F(2, 5), 0, 0], [F(1, 5), F(2, 5), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
-        self.assertExact(bug["row_sums"], [F(2, 5), F(3, 5), 1], "row sums")
-        self.assertExact(bug["output"], [[F(4, 5), 0], [F(2, 5), F(8, 5)], [F(3, 2), 3]], "Z")
+        self.assertWithinTolerance(bug["weights"], [[F(2, 5), 0, 0], [F(1, 5), F(2, 5), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
+        self.assertWithinTolerance(bug["row_sums"], [F(2, 5), F(3, 5), 1], "row sums")
+        self.assertWithinTolerance(bug["output"], [[F(4, 5), 0], [F(2, 5), F(8, 5)], [F(3, 2), 3]], "Z")
 
     def test_value_ablation(self):
         """v₂ := 0. Scores do not involve V, so A is unchanged (no row). z₂ = 1/3·[2, 0] = [2/3, 0] and
         z₃ = 1/4·[2, 0] + 1/2·[2, 4] = [3/2, 2] change; z₁ never read v₂."""
         run = self.lab["interventions"]["value_ablation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([], [1, 2]))
-        self.assertExact(run["output"][2], [F(3, 2), 2], "new z₃")
+        self.assertWithinTolerance(run["output"][2], [F(3, 2), 2], "new z₃")
 
     def test_query_perturbation(self):
         """q₃ := [1, 0]: row 2's scores become ln 2·[1, 0, 1], exp [2, 1, 2] over 5: [2/5, 1/5, 2/5].
         z₃ = 2/5·[2, 0] + 1/5·[0, 4] + 2/5·[2, 4] = [8/5, 12/5]. Only row 2 of A and of Z."""
         run = self.lab["interventions"]["query_perturbation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
-        self.assertExact(run["weights"][2], [F(2, 5), F(1, 5), F(2, 5)], "new a₃")
-        self.assertExact(run["output"][2], [F(8, 5), F(12, 5)], "new z₃")
+        self.assertWithinTolerance(run["weights"][2], [F(2, 5), F(1, 5), F(2, 5)], "new a₃")
+        self.assertWithinTolerance(run["output"][2], [F(8, 5), F(12, 5)], "new z₃")
 
     def test_connection_removal(self):
         """Forbid 3 -> 2: row 2 keeps sources 0 and 2, exp [2, 4] over 6: [1/3, 0, 2/3]; the weight of the
         removed source is redistributed. z₃ = 1/3·[2, 0] + 2/3·[2, 4] = [2, 8/3]."""
         run = self.lab["interventions"]["connection_removal"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
-        self.assertExact(run["weights"][2], [F(1, 3), 0, F(2, 3)], "new a₃")
-        self.assertExact(run["output"][2], [2, F(8, 3)], "new z₃")
+        self.assertWithinTolerance(run["weights"][2], [F(1, 3), 0, F(2, 3)], "new a₃")
+        self.assertWithinTolerance(run["output"][2], [2, F(8, 3)], "new z₃")
 
     def test_future_key_perturbation(self):
         """k₃ := 2·k₃: only row 2 may read source 2, its score becomes 4 ln 2, exp [2, 2, 16] over 20:
         [1/10, 1/10, 4/5]. z₃ = [1/5 + 8/5, 2/5 + 16/5] = [9/5, 18/5]. Rows 0 and 1 cannot change."""
         run = self.lab["interventions"]["future_key_perturbation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
-        self.assertExact(run["weights"][2], [F(1, 10), F(1, 10), F(4, 5)], "new a₃")
-        self.assertExact(run["output"][2], [F(9, 5), F(18, 5)], "new z₃")
+        self.assertWithinTolerance(run["weights"][2], [F(1, 10), F(1, 10), F(4, 5)], "new a₃")
+        self.assertWithinTolerance(run["output"][2], [F(9, 5), F(18, 5)], "new z₃")
 
     def test_buggy_procedure_leaks_the_doubled_future_key(self):
         """In the bug, row 0's denominator holds exp(q₁·2k₃/√2) = exp(2 ln 2) = 4: [2, 1, 4] over 7, keep 2/7,
         so z₁ = [4/7, 0] instead of [4/5, 0]. Row 1: [1, 2, 4] over 7, z₂ = 1/7·[2, 0] + 2/7·[0, 4] = [2/7, 8/7]."""
         buggy = self.lab["interventions"]["future_key_perturbation"]["buggy_output"]
-        self.assertExact(buggy, [[F(4, 7), 0], [F(2, 7), F(8, 7)], [F(9, 5), F(18, 5)]], "buggy Z")
+        self.assertWithinTolerance(buggy, [[F(4, 7), 0], [F(2, 7), F(8, 7)], [F(9, 5), F(18, 5)]], "buggy Z")
         self.assertNotEqual(buggy[0], self.lab["buggy_post_softmax"]["output"][0])
 
     def test_shared_value_shift(self):
@@ -105,15 +105,15 @@ class Lab06(unittest.TestCase):
         [[3, −2], [5/3, 2/3], [5/2, 1]]. The bug's rows sum to 2/5, 3/5, 1: [4/5, 0] + 2/5·s = [6/5, −4/5],
         [2/5, 8/5] + 3/5·s = [1, 2/5], [3/2, 3] + s = [5/2, 1]."""
         shift = self.lab["checks"]["shared_value_shift"]
-        self.assertExact(shift["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]], "shifted Z")
-        self.assertExact(shift["buggy_output"], [[F(6, 5), F(-4, 5)], [1, F(2, 5)], [F(5, 2), 1]], "buggy")
+        self.assertWithinTolerance(shift["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]], "shifted Z")
+        self.assertWithinTolerance(shift["buggy_output"], [[F(6, 5), F(-4, 5)], [1, F(2, 5)], [F(5, 2), 1]], "buggy")
 
     def test_equal_mixtures_from_different_maps(self):
         """[1/4, 1/4, 1/2] and [3/8, 1/8, 1/2] over values [2, 0], [2, 0], [4, 0]: both 1/2·2 + 1/2·4 = 3.
         Equal outputs do not mean equal attention."""
         eq = self.lab["checks"]["equal_mixtures"]
-        self.assertExact(eq["output_a"], [3, 0], "output a")
-        self.assertExact(eq["output_b"], [3, 0], "output b")
+        self.assertWithinTolerance(eq["output_a"], [3, 0], "output a")
+        self.assertWithinTolerance(eq["output_b"], [3, 0], "output b")
         self.assertNotEqual(eq["weights_a"], eq["weights_b"])
 
     def test_score_offset_keeps_the_weights(self):
@@ -121,7 +121,7 @@ class Lab06(unittest.TestCase):
         by 1000 is a different operation: it sharpens the row toward its maximum."""
         offset = self.lab["checks"]["score_offset"]
         self.assertLess(offset["max_difference"], 1e-12)
-        self.assertExact(offset["offset_weights"], self.lab["baseline"]["weights"], "offset weights")
+        self.assertWithinTolerance(offset["offset_weights"], self.lab["baseline"]["weights"], "offset weights")
         row = self.lab["baseline"]["masked_scores"][2]
         self.assertGreater(masked_softmax([1000 * s for s in row], [True] * 3)[2], 1 - 1e-12)
 

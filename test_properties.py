@@ -13,52 +13,13 @@ import unittest
 from math import fsum
 
 from attention import MASK_MODES, attend, attention_backward, attention_forward, causal_mask, masked_softmax
+from reference import dense_reference
 from trace_attention import central_differences
 
 SEED = 20261129
 CASES = 200
 GRAD_EVERY = 14         # the finite-difference check runs on every 14th case: 15 cases, 5 in each mode
 GRAD_RELATIVE = 1e-6    # |analytic − numeric| ≤ 1e-6 · max(1, |analytic|)
-
-
-def dense_reference(params, x, mask, d_out):
-    """The layer and its gradients with every pair computed. Returns (out, weights, grads, d_x)."""
-    def mm(a, b):
-        return [[fsum(a[i][p] * b[p][j] for p in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
-
-    def tr(a):
-        return [[a[i][j] for i in range(len(a))] for j in range(len(a[0]))]
-
-    Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-    T, sqrt_d = len(x), math.sqrt(len(Wq[0]))
-    masked = [[mask != "none" and j > i for j in range(T)] for i in range(T)]
-    q, k, v = mm(x, Wq), mm(x, Wk), mm(x, Wv)
-    dots = mm(q, tr(k))
-    fill = 0.0 if mask == "zero" else -math.inf
-    scores = [[fill if masked[i][j] else dots[i][j] / sqrt_d for j in range(T)] for i in range(T)]
-    weights = []
-    for row in scores:
-        top = max(row)
-        exps = [math.exp(s - top) for s in row]
-        total = fsum(exps)
-        weights.append([e / total for e in exps])
-    mixed = mm(weights, v)
-    out = mm(mixed, Wo)
-
-    grads = {"Wo": mm(tr(mixed), d_out)}
-    d_mixed = mm(d_out, tr(Wo))
-    d_weights = mm(d_mixed, tr(v))
-    d_v = mm(tr(weights), d_mixed)
-    d_scores = []
-    for i in range(T):
-        a_da = fsum(weights[i][j] * d_weights[i][j] for j in range(T))
-        d_scores.append([0.0 if masked[i][j] else weights[i][j] * (d_weights[i][j] - a_da) for j in range(T)])
-    d_dots = [[g / sqrt_d for g in row] for row in d_scores]
-    d_q, d_k = mm(d_dots, k), mm(tr(d_dots), q)
-    grads["Wq"], grads["Wk"], grads["Wv"] = mm(tr(x), d_q), mm(tr(x), d_k), mm(tr(x), d_v)
-    paths = [mm(d_q, tr(Wq)), mm(d_k, tr(Wk)), mm(d_v, tr(Wv))]
-    d_x = [[fsum(paths[n][i][c] for n in range(3)) for c in range(len(x[0]))] for i in range(T)]
-    return out, weights, grads, d_x
 
 
 def random_matrix(rng, rows, cols, scale=1.0):

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import perturb_attention as lab
 import trace_attention as ta
-from test_attention import run_main
+from helpers_for_tests import run_main
 from views import label
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -22,7 +22,8 @@ from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention
 from bpe import Tokenizer, chunks
-from recorded import emit, guarded, parse_trace_args, rounded, to_json, trace_parser
+from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, to_json,
+                      trace_parser, write_or_check)
 from views import heatmaps_svg, label, panel, text_table
 
 D_MODEL = 4
@@ -88,11 +89,6 @@ def max_err(a, b):
     return max(abs(p - q) for name in a for row_a, row_b in zip(a[name], b[name]) for p, q in zip(row_a, row_b))
 
 
-def changed_rows(a, b):
-    """Indices of the rows that differ at all; any changed bit counts, and a row only one side has counts."""
-    return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
-
-
 def load_tokenizer():
     return Tokenizer.load(TOKENIZER_PATH)
 
@@ -103,19 +99,18 @@ def inputs(tokenizer, text, table):
     return ids, [list(table[i]) for i in ids]
 
 
-def lesson_setup(sentence, tokenizer=None, changed=None):
-    """(tokenizer, params, ids, x) for a sentence: the lesson's seeded weights and embedding table.
-    With changed, the edited sentence's x is added at the end: (tokenizer, params, ids, x, x_changed)."""
+def lesson_setup(tokenizer=None):
+    """(tokenizer, params, table): the tokenizer (tokenizer.json unless given), the lesson's seeded
+    weights and its seeded embedding table. inputs(tokenizer, text, table) then gives (ids, x)."""
     tokenizer = tokenizer or load_tokenizer()
-    table = embeddings(len(tokenizer.vocab))
-    ids, x = inputs(tokenizer, sentence, table)
-    found = (tokenizer, init_attention(D_MODEL, D_HEAD, SEED), ids, x)
-    return found if changed is None else found + (inputs(tokenizer, changed, table)[1],)
+    return tokenizer, init_attention(D_MODEL, D_HEAD, SEED), embeddings(len(tokenizer.vocab))
 
 
 def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     """Everything the lesson records, in the order attention-trace.json keeps it."""
-    tokenizer, params, ids, x, x_changed = lesson_setup(sentence, tokenizer, changed)
+    tokenizer, params, table = lesson_setup(tokenizer)
+    ids, x = inputs(tokenizer, sentence, table)
+    _, x_changed = inputs(tokenizer, changed, table)
     cache = attention_forward(params, x)
     r = readout(len(x))
 
@@ -178,13 +173,14 @@ def table(t):
 
 def weights_svg(sentence=SENTENCE, tokenizer=None):
     """One SVG with the weights of the three mask modes side by side, for any sentence."""
-    tokenizer, params, ids, x = lesson_setup(sentence, tokenizer)
+    tokenizer, params, table = lesson_setup(tokenizer)
+    _, x = inputs(tokenizer, sentence, table)
     labels = [label(token) for token in tokenizer.tokens(sentence)]
     panels = []
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
-        masked = [[s == -math.inf for s in row] for row in run["scores"]]
-        panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], masked))
+        hatched = [[s == -math.inf for s in row] for row in run["scores"]]   # the "zero" bug hatches none
+        panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], hatched))
     return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, columns the "
                                      f"tokens it attends to. Untrained weights, seed {SEED}.")
 
@@ -210,8 +206,13 @@ def main(argv=None):
 def _run(args):
     sentence = SENTENCE if args.sentence is None else args.sentence
     changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
-    return emit(args, TRACE_PATH, svg=lambda: weights_svg(sentence), table=lambda: table(trace(sentence, changed)),
-                json_text=lambda: to_json(trace(sentence, changed)))
+    if args.svg:
+        save_view(args.svg, weights_svg(sentence))
+    if args.table:
+        sys.stdout.write(table(trace(sentence, changed)))
+    if args.svg or args.table:
+        return 0
+    return write_or_check(to_json(trace(sentence, changed)), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps.
 
 A map is a panel: a title, row labels (the token whose output is computed), column labels (the tokens it
-may attend to), a (T, S) matrix of weights, which cells are masked, and which rows to highlight.
+may attend to), a (T, S) matrix of weights, which cells to hatch (True where the mask blocks the
+pair: the opposite of `allowed`), and which rows to highlight.
 
     svg = heatmaps_svg([panel, ...])      one SVG, panels side by side, no script, no external file
     text_table(rows, cols, matrix)        a table whose columns line up, −∞ written as −∞
@@ -18,13 +19,21 @@ HIGHLIGHT = "#d95f02"
 
 
 def label(token):
-    """How a token is shown: " has" -> "has", a lone space -> "␣", a newline -> "↵"."""
+    """How a token is shown: a leading space dropped, a lone space as ␣ and a newline as ↵.
+
+    >>> [label(" has"), label(" "), label("\\n")]
+    ['has', '␣', '↵']
+    """
     shown = token[1:] if token.startswith(" ") and len(token) > 1 else token
     return shown.replace(" ", "␣").replace("\n", "↵")
 
 
 def number(value, decimals=4):
-    """0.51644 -> "0.5164"; None or −∞ -> "−∞"; a tiny negative rounds to "0.0000", not "-0.0000"."""
+    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000, not -0.0000.
+
+    >>> [number(0.51644), number(None), number(-1e-9)]
+    ['0.5164', '−∞', '0.0000']
+    """
     if value is None or value == -math.inf:
         return "−∞"
     text = f"{value:.{decimals}f}"
@@ -46,11 +55,12 @@ def text_table(row_labels, col_labels, matrix, marks=None):
     return "\n".join(lines)
 
 
-def panel(title, row_labels, col_labels, weights, masked, highlight=(), subtitle=""):
-    """One heatmap. weights (T, S) in [0, 1]; masked (T, S) of bool; highlight: row indices to outline;
+def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle=""):
+    """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the pair is blocked;
+    highlight: row indices to outline;
     subtitle: a line under the title."""
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels), "cols": list(col_labels),
-            "weights": weights, "masked": masked, "highlight": list(highlight)}
+            "weights": weights, "hatched": hatched, "highlight": list(highlight)}
 
 
 def _colour(w):
@@ -101,7 +111,7 @@ def _draw_panel(p, x0, y0):
         for j in range(n_cols):
             cx, cy_cell = x0 + left + j * cell, y0 + top + i * cell
             w = p["weights"][i][j]
-            masked = p["masked"][i][j]
+            masked = p["hatched"][i][j]
             kind = "cell masked" if masked else "cell"
             fill = MASKED_FILL if masked else _colour(w)
             ink = "#555555" if masked else ("#ffffff" if w > 0.55 else "#111111")

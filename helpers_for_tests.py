@@ -1,0 +1,66 @@
+"""What the test files share: running a command line as a learner runs it, and asserting on errors.
+
+    run_in_copy(script, *args)     the script in a temporary copy of this folder, as a subprocess
+    run_main(main, *args)          a command line's main(argv) in this process, output captured
+    MessageAssertions              assertMessage (an exception and its message) and
+                                   assertOneLineError (one line on stderr, non-zero exit, no traceback)
+
+Nothing here is a test; the test files import it, and no other module does.
+"""
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class MessageAssertions:
+    """Mixed into a unittest.TestCase."""
+
+    def assertMessage(self, error, fragment, call, *args):
+        """call(*args) raises error, and its message contains fragment."""
+        with self.assertRaises(error) as caught:
+            call(*args)
+        self.assertIn(fragment, str(caught.exception))
+
+    def assertOneLineError(self, done, fragment):
+        """A finished command line failed with one line on stderr that contains fragment."""
+        self.assertNotEqual(done.returncode, 0)
+        self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        self.assertIn(fragment, done.stderr)
+
+
+def run_in_copy(script, *args, prepare=None):
+    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if given."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in os.listdir(HERE):
+            if name.endswith((".py", ".json")):
+                shutil.copy(os.path.join(HERE, name), tmp)
+        if prepare:
+            prepare(tmp)
+        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True, text=True)
+
+
+def run_main(main, *args, cwd=None):
+    """Run a command line's main(argv) in this process, as the script would run: returns an object with
+    returncode, stdout and stderr. An exception escaping main fails the test: the script would have shown a
+    traceback."""
+    out, err, code = io.StringIO(), io.StringIO(), None
+    here = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:
+                code = exit_.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
