@@ -1,11 +1,11 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 bench_attention.py            T = 16, 64, 256, 1024 (about a minute or two)
+    python3 bench_attention.py            T = 16, 64, 256, 512, 1024 (about a minute or two)
     python3 bench_attention.py --quick    T = 16, 64, 128 (a few seconds)
     python3 bench_attention.py --record   also write the output to bench-attention.txt, quoted in the README
 
 For each T, with d_model 64 and d_head 16, it times one forward plus backward pass of attention.py, which
-computes only the pairs the causal mask keeps, and of `dense_reference` from test_properties.py, which
+computes only the pairs the causal mask keeps, and of `dense_reference` from reference.py, which
 evaluates the same equations computing every pair; both give bit-identical results, which it checks. Columns:
 
   causal s, dense s   seconds for forward + backward (the best of a few runs for small T)
@@ -31,7 +31,7 @@ from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
 from recorded import OneLineParser, Report
-from test_properties import dense_reference
+from reference import dense_reference
 
 D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")
@@ -111,7 +111,7 @@ def main(argv=None):
     parser.add_argument("--record", action="store_true", help="also write the output to bench-attention.txt, which the README quotes")
     parser.add_argument("--quick", action="store_true", help="T = 16, 64, 128 only")
     args = parser.parse_args(argv)
-    sizes = (16, 64, 128) if args.quick else (16, 64, 256, 1024)
+    sizes = (16, 64, 128) if args.quick else (16, 64, 256, 512, 1024)
 
     report = Report()
     rate = fsum_rate()

@@ -1,5 +1,8 @@
-"""The README is true: every figure it quotes is the one the recorded trace holds."""
+"""The README is true: every figure it quotes is the one the recorded trace holds, every Python
+example in it runs and prints what it shows, and every function it points to exists."""
 
+import doctest
+import importlib
 import json
 import os
 import re
@@ -10,7 +13,7 @@ from fractions import Fraction
 
 from bench_attention import multiply_adds
 import bpe
-from test_attention import run_main
+from helpers_for_tests import run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH_RECORDS = ("bench-attention.txt", "bench-bpe.txt")
@@ -176,8 +179,24 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertIn("```\npython3 -m unittest -v\n```", first_screen)
         self.assertIn("Python 3.10", first_screen)
 
+    def test_where_each_idea_lives_names_functions_that_exist(self):
+        readme = read("README.md")
+        table = readme[readme.index("### Where each idea lives"):readme.index("### How this")]
+        rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ")][1:]
+        self.assertGreaterEqual(len(rows), 10)
+        for idea, where, file in rows:
+            module = importlib.import_module(file.strip().strip("`").removesuffix(".py"))
+            for name in re.findall(r"`(\w+)`", where):
+                self.assertTrue(hasattr(module, name), f"{idea.strip()}: {file.strip()} has no {name}")
+
     def test_ci_runs_the_readme_test_command(self):
         self.assertIn("python3 -m unittest -v", read(os.path.join(".ci", "run")))
+
+
+def load_tests(loader, tests, ignore):
+    """The README's Python examples (the >>> lines) run as doctests and must print what it shows."""
+    tests.addTests(doctest.DocFileSuite("README.md"))
+    return tests
 
 
 if __name__ == "__main__":
