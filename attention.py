@@ -31,8 +31,8 @@ from math import fsum
 from operator import mul
 
 from checks import (check_backward, check_head, check_head_backward, check_layer_input,
-                    check_masked_softmax, check_matmul, check_rectangular, check_sizes,
-                    check_stages, softmax_error)
+                    check_masked_softmax, check_matmul, check_product, check_rectangular,
+                    check_sizes, check_stages, inputs_of, softmax_error)
 
 MASK_MODES = ("causal", "none", "zero")
 NEG_INF = -math.inf
@@ -73,23 +73,25 @@ def dot(a, b):
     >>> dot([1, 2], [1, 1, 1])
     3.0
 
-    Raises ValueError when the sum overflows (fsum raises rather than return a wrong sum).
+    A sum that overflows is NaN, as in IEEE arithmetic (fsum raises instead); the public entry
+    points then name the stage that overflowed.
     """
     try:
         return fsum(map(mul, a, b))
-    except (OverflowError, ValueError):  # "intermediate overflow", or inf − inf
-        raise ValueError("a dot product overflowed: the numbers are too large for floats") from None
+    except (OverflowError, ValueError):  # fsum's "intermediate overflow", or inf − inf
+        return math.nan
 
 
 def matmul(a, b):
-    """(n, m)·(m, p) -> (n, p). Raises ValueError naming both shapes when the inner sizes differ.
+    """(n, m)·(m, p) -> (n, p). Raises ValueError naming both shapes when the inner sizes differ,
+    or when a product overflows.
 
     >>> matmul([[1, 2], [3, 4]], [[5], [6]])
     [[17.0], [39.0]]
     """
     check_matmul(a, b)
     b_cols = transpose(b)
-    return [[dot(a_row, b_col) for b_col in b_cols] for a_row in a]
+    return check_product(a, b, [[dot(a_row, b_col) for b_col in b_cols] for a_row in a])
 
 
 # ---- softmax -----------------------------------------------------------------------------------
@@ -234,7 +236,8 @@ def init_attention(d_model, d_head, seed):
 def attention_forward(params, x, mask="causal"):
     """Run the layer on x (T, d_model). Returns every intermediate under its own name:
     q, k, v (T, d_head); scores (T, T) as masked, −∞ where excluded; weights (T, T);
-    mixed (T, d_head); out (T, d_model); the mode as "mask"; and allowed and blocked_score.
+    mixed (T, d_head); out (T, d_model); the mode as "mask"; allowed and blocked_score; and a copy
+    of params and x as "inputs", by which attention_backward knows the cache is theirs.
 
     mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the
     common bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises
@@ -250,7 +253,7 @@ def attention_forward(params, x, mask="causal"):
     blocked_score = 0.0 if mask == "zero" else NEG_INF    # the bug: exp(0.0) = 1 is not a mask
     head = attention_core(q, k, v, allowed, blocked_score)   # scores, weights, mixed
     out = matmul(head["mixed"], params["Wo"])
-    return check_stages({**head, "mask": mask, "out": out})
+    return check_stages({**head, "mask": mask, "out": out, "inputs": inputs_of(params, x)})
 
 
 def attention_backward(params, x, cache, d_out):

@@ -28,7 +28,7 @@ import os
 import sys
 from collections import Counter
 
-from recorded import OneLineParser, guarded, to_json, write_atomic
+from recorded import OneLineParser, check_output_path, guarded, read_text, show, to_json, write_atomic
 
 FORMAT_VERSION = 1
 
@@ -155,12 +155,13 @@ class Tokenizer:
         """Read a saved tokenizer. Raises ValueError naming the file and what is wrong with it, and OSError
         (FileNotFoundError) when it cannot be read."""
         name = os.path.basename(path)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"{name} is not valid JSON: {e}") from None
+        except RecursionError:
+            raise ValueError(f"{name} is nested too deeply to be a tokenizer") from None
         if not isinstance(data, dict):
             raise ValueError(f"{name} must hold a JSON object, got {type(data).__name__}")
         if data.get("version") != FORMAT_VERSION:
@@ -250,6 +251,7 @@ def _check_training_input(text, vocab_size):
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRESS_ABOVE = 100_000  # characters: a longer text reports its progress on stderr
 PROGRESS_EVERY = 50       # tokens between two progress lines
+MAX_TRAINING_BYTES = 256 * 2 ** 20   # the largest text train reads
 
 
 def main(argv=None):
@@ -272,8 +274,8 @@ def main(argv=None):
 
 def _run(args):
     if args.command == "train":
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
+        check_output_path(args.out)
+        text = read_text(args.file, limit=MAX_TRAINING_BYTES)   # as it is: CR and CRLF unchanged
         report = None
         if len(text) > PROGRESS_ABOVE:
             def report(n):
@@ -286,10 +288,10 @@ def _run(args):
         return 0
     tok = Tokenizer.load(args.tokenizer)
     if args.command == "encode":
-        for i in tok.encode(args.text):
-            print(f"{i}\t{json.dumps(tok.vocab[i], ensure_ascii=False)}")
+        show("".join(f"{i}\t{json.dumps(tok.vocab[i], ensure_ascii=False)}\n"
+                     for i in tok.encode(args.text)))
     else:
-        print(tok.decode(args.ids))
+        show(tok.decode(args.ids) + "\n")
     return 0
 
 

@@ -44,7 +44,7 @@ def check_matrix(name, m, cols=None, label=None):
     return len(m), cols
 
 
-def check_number(where, value):
+def check_number(where, value, expected="a finite number"):
     """Raise unless value is a finite int or float (not a bool), naming where it stands."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{where} must be a number, got {type(value).__name__} {value!r}")
@@ -54,7 +54,7 @@ def check_number(where, value):
         raise ValueError(f"{where} must be a number a float can hold, got an int of "
                          f"{value.bit_length()} bits") from None
     if not finite:
-        raise ValueError(f"{where} must be a finite number, got {value!r}")
+        raise ValueError(f"{where} must be {expected}, got {value!r}")
 
 
 def _plain_matrix(m, cols):
@@ -91,6 +91,16 @@ def check_matmul(a, b):
     inner = {len(row) for row in a}
     if len(inner) != 1 or inner.pop() != len(b) or len({len(row) for row in b}) > 1:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
+
+
+def check_product(a, b, product):
+    """Return matmul's product after checking that no entry overflowed."""
+    for i, row in enumerate(product):
+        if not all(map(math.isfinite, row)):
+            j, value = next((j, v) for j, v in enumerate(row) if not math.isfinite(v))
+            raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed: entry [{i}][{j}] "
+                             f"is {value!r}; the numbers are too large for floats")
+    return product
 
 
 def _shape_text(a):
@@ -135,10 +145,8 @@ def check_masked_softmax(scores, allowed):
         raise ValueError("softmax of a row with every source blocked: expected at least one "
                          "allowed score")
     for j, (s, ok) in enumerate(zip(scores, allowed)):
-        if ok and (isinstance(s, bool) or not isinstance(s, (int, float))):
-            raise TypeError(f"score {j} must be a number, got {type(s).__name__} {s!r}")
-        if ok and not math.isfinite(s):
-            raise ValueError(f"score {j} must be finite where allowed, got {s!r}")
+        if ok:
+            check_number(f"score {j}", s, "finite where allowed")
 
 
 def softmax_error(row):
@@ -147,8 +155,8 @@ def softmax_error(row):
     if bad is None:
         return ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
                           f"{len(row)} blocked scores")
-    why = ": the scores are too large for floats" if bad == math.inf else ""
-    return ValueError(f"softmax_row needs scores that are finite or −∞, got {bad!r}{why}")
+    return ValueError(f"softmax_row needs scores that are finite or −∞, got {bad!r}: the scores "
+                      f"overflowed (the numbers are too large for floats), or came in that way")
 
 
 def check_sizes(**sizes):
@@ -188,15 +196,30 @@ def check_layer_input(params, x):
     check_matrix("x", x, cols=d_model, label="input")
 
 
+def inputs_of(params, x):
+    """A copy of what a forward pass depended on, kept in its cache: the backward compares it with
+    the params and x it is given, so a cache from another call (or from an x edited since) is
+    refused rather than turned into wrong gradients."""
+    return {"x": [list(row) for row in x],
+            "params": {name: [list(row) for row in params[name]] for name in ("Wq", "Wk", "Wv", "Wo")}}
+
+
 def check_backward(params, x, cache, d_out):
-    """attention_backward's door: params and x as for the forward, a cache from attention_forward
-    for this many positions, d_out of out's shape."""
+    """attention_backward's door: params and x as for the forward, the cache attention_forward
+    returned for exactly these params and x, d_out of out's shape."""
     d_model, _ = check_params(params)
     T, _ = check_matrix("x", x, cols=d_model, label="input")
-    if not isinstance(cache, dict) or any(name not in cache for name in _CACHE_KEYS):
-        raise ValueError("cache must be the dict attention_forward returned for these params and x")
-    if len(cache["q"]) != T:
-        raise ValueError(f"cache is for {len(cache['q'])} positions, x has {T}")
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be the dict attention_forward returned, got "
+                         f"{type(cache).__name__}")
+    missing = [name for name in _CACHE_KEYS + ("inputs",) if name not in cache]
+    if missing:
+        raise ValueError(f"cache must be the dict attention_forward returned for these params and "
+                         f"x; it has no {', '.join(missing)}")
+    if cache["inputs"] != inputs_of(params, x):
+        what = "x" if cache["inputs"].get("x") != inputs_of(params, x)["x"] else "params"
+        raise ValueError(f"cache was made by attention_forward for another {what} (or {what} was "
+                         f"changed since): run attention_forward again on these params and x")
     check_matrix("d_out", d_out, cols=d_model, label="d_out")
     if len(d_out) != T:
         raise ValueError(f"d_out must have one row per position ({T}, {d_model}), "
@@ -217,10 +240,11 @@ def check_head(q, k, v, allowed, blocked_score):
     if S_v != S:
         raise ValueError(f"keys and values must be as many: k has {S} rows, v has {S_v}")
     check_allowed(allowed, T, S)
-    if isinstance(blocked_score, bool) or not isinstance(blocked_score, (int, float)) or not (
-            blocked_score == NEG_INF or math.isfinite(blocked_score)):
-        raise ValueError(f"blocked_score must be -inf or a finite number, got "
-                         f"{type(blocked_score).__name__} {blocked_score!r}")
+    if isinstance(blocked_score, bool) or not isinstance(blocked_score, (int, float)):
+        raise TypeError(f"blocked_score must be -inf or a finite number, got "
+                        f"{type(blocked_score).__name__} {blocked_score!r}")
+    if blocked_score != NEG_INF:
+        check_number("blocked_score", blocked_score, "-inf or a finite number")
 
 
 def check_head_backward(head, d_mixed):

@@ -24,8 +24,8 @@ import sys
 from math import fsum
 
 from attention import attend, causal_mask, masked_softmax, matmul, no_mask
-from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, to_json,
-                      trace_parser, write_or_check)
+from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, show,
+                      to_json, trace_parser, write_or_check)
 from views import heatmaps_svg, number, panel, text_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -202,11 +202,11 @@ def main(argv=None):
 
 def _run(args):
     result = lab()
-    if args.svg:
+    if args.svg is not None:
         save_view(args.svg, lab_svg(result))
     if args.table:
-        sys.stdout.write(lab_table(result))
-    if args.svg or args.table:
+        show(lab_table(result))
+    if args.svg is not None or args.table:
         return 0
     return write_or_check(to_json(rounded(result, DIGITS)), TRACE_PATH, args.write, args.check)
 

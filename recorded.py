@@ -18,9 +18,11 @@ the benchmark records all go through write_atomic.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
 
@@ -61,22 +63,85 @@ def changed_rows(a, b):
     return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
+# What no view or saved tokenizer may overwrite: the recorded files and the folder's own text.
+PROTECTED = ("attention-trace.json", "perturb-trace.json", "tokenizer.json", "README.md")
+
+
+def read_text(path, limit=MAX_RECORDED_BYTES):
+    """The UTF-8 text of a file, read whole only when it is at most limit bytes. Raises ValueError
+    naming the file when it is larger or not UTF-8, and OSError when it cannot be read."""
+    name = os.path.basename(path) or path
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{name} is larger than {limit // 2 ** 20} MB: expected a smaller file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is {data[e.start]:#04x}") from None
+
+
+def check_output_path(path):
+    """Refuse an empty output path, or one that would overwrite a recorded file or the folder's own
+    source (a view is no golden file)."""
+    if not path:
+        raise ValueError("the output path is empty: expected a file name")
+    target = os.path.realpath(path)
+    if os.path.dirname(target) == os.path.realpath(HERE) and (
+            os.path.basename(target) in PROTECTED or target.endswith(".py")):
+        raise ValueError(f"{path} is one of this folder's recorded or source files: write the view "
+                         f"somewhere else")
+
+
 def write_atomic(path, text):
-    """Write text to path through a temporary file in the same folder and a rename."""
-    folder = os.path.dirname(os.path.abspath(path))
+    """Write text to path whole or not at all: through a temporary file beside the target, renamed
+    into place. A symlink's target is replaced and the link kept; a target that exists and is not a
+    regular file (a device, a FIFO, /dev/stdout) is written to directly. The temporary file is
+    removed on any error and on SIGTERM. Raises OSError naming path when it cannot be written."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        return
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise OSError(f"cannot write {path}: the folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
     try:
-        os.chmod(tmp, _readable_mode(path))  # mkstemp makes the file private; the result should not be
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    except OSError as e:
+        raise OSError(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with _raising_on_sigterm():
+            os.chmod(tmp, _readable_mode(target))  # mkstemp makes the file private
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+    except BaseException as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise OSError(f"cannot write {path}: {e.strerror or e}") from None
         raise
+
+
+@contextlib.contextmanager
+def _raising_on_sigterm():
+    """While a write is under way, SIGTERM raises SystemExit, so the cleanup above runs."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:        # not the main thread: signals cannot be caught here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _readable_mode(path):
@@ -86,6 +151,13 @@ def _readable_mode(path):
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def show(text):
+    """Write text to standard output; raises OSError when it is closed."""
+    if sys.stdout is None:
+        raise OSError("cannot print: standard output is closed")
+    sys.stdout.write(text)
 
 
 def write_or_check(text, path, write, check):
@@ -100,8 +172,7 @@ def write_or_check(text, path, write, check):
         return 0
     if check:
         try:
-            with open(path, encoding="utf-8") as f:
-                recorded = f.read()
+            recorded = read_text(path)
         except OSError as e:
             return fail(f"cannot read {name}: {e.strerror or e}; run with --write to record it")
         if recorded == text:
@@ -110,8 +181,9 @@ def write_or_check(text, path, write, check):
         fresh_lines, old_lines = text.splitlines(), recorded.splitlines()
         line = next((n for n, (a, b) in enumerate(zip(fresh_lines, old_lines), 1) if a != b),
                     min(len(fresh_lines), len(old_lines)) + 1)
-        return fail(f"{name} differs from a fresh run (first at line {line}); run with --write to update it")
-    sys.stdout.write(text)
+        return fail(f"{name} differs from a fresh run (first at line {line}); run with --write "
+                    f"to update it")
+    show(text)
     return 0
 
 
@@ -161,22 +233,35 @@ def parse_trace_args(parser, argv, other_inputs=()):
 
 
 def save_view(path, text):
-    """Write a view (an SVG) the user asked for, atomically, and say so."""
+    """Write a view (an SVG) the user asked for, atomically, and say so. Refuses an empty path and
+    the folder's recorded and source files."""
+    check_output_path(path)
     write_atomic(path, text)
     print(f"wrote {path}")
 
 
 def guarded(action):
-    """Run a command line's action and return its exit status; an error becomes one line on stderr."""
+    """Run a command line's action and return its exit status; an error becomes one line on stderr,
+    and so does a closed or broken standard output."""
     try:
         return action()
+    except BrokenPipeError:
+        # the reader went away (`| head`): nothing more can be printed, and Python must not try to
+        # flush into the broken pipe at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return fail("standard output was closed before everything was printed")
     except FileNotFoundError as e:
         return fail(f"cannot read {e.filename}: {e.strerror}")
     except (ValueError, TypeError, OSError) as e:
         return fail(str(e))
+    except RecursionError:
+        return fail("a file is nested too deeply to read")
+    except MemoryError:
+        return fail("out of memory: the input is too large")
 
 
 def fail(message):
     """Print one line to stderr, no traceback, and return the exit status 1."""
-    print(f"error: {message}", file=sys.stderr)
+    if sys.stderr is not None:
+        print(f"error: {message}", file=sys.stderr)
     return 1

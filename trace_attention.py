@@ -22,9 +22,9 @@ from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention
 from bpe import Tokenizer, chunks
-from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, to_json,
-                      trace_parser, write_or_check)
-from views import heatmaps_svg, label, panel, text_table
+from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, show,
+                      to_json, trace_parser, write_or_check)
+from views import MAX_TOKENS, heatmaps_svg, label, panel, text_table
 
 D_MODEL = 4
 D_HEAD = 2
@@ -94,8 +94,12 @@ def load_tokenizer():
 
 
 def inputs(tokenizer, text, table):
-    """(ids, x): the token ids of text and their rows of the embedding table."""
+    """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
+    a text of more than MAX_TOKENS tokens: the trace and its views are read by a person."""
     ids = tokenizer.encode(text)
+    if len(ids) > MAX_TOKENS:
+        raise ValueError(f"{text[:20]!r}… has {len(ids)} tokens: the trace and its views take at "
+                         f"most {MAX_TOKENS}")
     return ids, [list(table[i]) for i in ids]
 
 
@@ -197,8 +201,11 @@ def edited(sentence):
 
 def main(argv=None):
     parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH)
-    parser.add_argument("--sentence", metavar="TEXT", help="trace another sentence (default: the lesson's)")
-    parser.add_argument("--changed", metavar="TEXT", help="the edited sentence (default: last word -> hat)")
+    parser.add_argument("--sentence", metavar="TEXT",
+                        help=f"trace another sentence of at most {MAX_TOKENS} tokens "
+                             f"(default: the lesson's)")
+    parser.add_argument("--changed", metavar="TEXT",
+                        help="the edited sentence (default: last word -> hat)")
     args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed"))
     return guarded(lambda: _run(args))
 
@@ -206,11 +213,11 @@ def main(argv=None):
 def _run(args):
     sentence = SENTENCE if args.sentence is None else args.sentence
     changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
-    if args.svg:
+    if args.svg is not None:
         save_view(args.svg, weights_svg(sentence))
     if args.table:
-        sys.stdout.write(table(trace(sentence, changed)))
-    if args.svg or args.table:
+        show(table(trace(sentence, changed)))
+    if args.svg is not None or args.table:
         return 0
     return write_or_check(to_json(trace(sentence, changed)), TRACE_PATH, args.write, args.check)
 

@@ -12,9 +12,22 @@ follow the number of tokens. This module draws only; the numbers come from the t
 """
 
 import math
-from xml.sax.saxutils import escape
+import re
+from xml.sax.saxutils import escape as _escape
 
 MASKED_FILL = "url(#masked)"
+MAX_TOKENS = 64        # the longest side a map may have: beyond it the figure is too large to read
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")   # characters XML 1.0 forbids
+
+
+def escape(text):
+    """Text made safe for an SVG's text and attribute values: &, <, > and quotes escaped, and each
+    character XML cannot hold shown as U+FFFD.
+
+    >>> escape('x" onload="alert(1)')
+    'x&quot; onload=&quot;alert(1)'
+    """
+    return _escape(_NOT_XML.sub("\ufffd", str(text)), {'"': "&quot;"})
 HIGHLIGHT = "#d95f02"
 
 
@@ -57,8 +70,17 @@ def text_table(row_labels, col_labels, matrix, marks=None):
 
 def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle=""):
     """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the pair is blocked;
-    highlight: row indices to outline;
-    subtitle: a line under the title."""
+    highlight: row indices to outline; subtitle: a line under the title. Raises ValueError when the
+    labels, weights and hatching do not fit together, or a side is longer than MAX_TOKENS."""
+    rows, cols = len(row_labels), len(col_labels)
+    if not 1 <= max(rows, cols) <= MAX_TOKENS or min(rows, cols) < 1:
+        raise ValueError(f"a map needs 1 to {MAX_TOKENS} rows and columns, got {rows} × {cols}")
+    for name, m in (("weights", weights), ("hatched", hatched)):
+        if len(m) != rows or any(len(row) != cols for row in m):
+            raise ValueError(f"{name} must be {rows} × {cols} to fit the labels, got {len(m)} rows "
+                             f"of {sorted({len(row) for row in m})} entries")
+    if any(not 0 <= i < rows for i in highlight):
+        raise ValueError(f"highlighted rows must be 0 to {rows - 1}, got {list(highlight)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels), "cols": list(col_labels),
             "weights": weights, "hatched": hatched, "highlight": list(highlight)}
 
@@ -138,7 +160,9 @@ def _draw_panel(p, x0, y0):
 
 def heatmaps_svg(panels, note=None):
     """One self-contained SVG with the panels side by side, a legend for masked cells, and an optional
-    note line at the bottom."""
+    note line at the bottom. Raises ValueError for no panels."""
+    if not panels:
+        raise ValueError("heatmaps_svg needs at least one panel, got none")
     x, parts, heights = 16.0, [], []
     for p in panels:
         elements, width, height = _draw_panel(p, x, 16.0)
