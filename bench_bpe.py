@@ -1,13 +1,25 @@
-"""How fast does bpe.train learn a tokenizer? A benchmark script, not a test.
+"""How fast does bpe.train learn a tokenizer, and bpe encode a long word? A benchmark, not a test.
 
-    python3 bench_bpe.py            1 MB of text to 512 tokens (a few minutes: the baseline is slow)
-    python3 bench_bpe.py --quick    100 kB to 300 tokens
-    python3 bench_bpe.py --record   also write the output to bench-bpe.txt, quoted in the README
+    python3 bench_bpe.py                          seeded pseudo-English, 1 MB -> 512 and 5 MB -> 1024
+    python3 bench_bpe.py --corpus PATH            the text of a file, or of every .txt file under a
+                                                  folder (sorted), lower-cased and filtered to the
+                                                  lesson's alphabet
+    python3 bench_bpe.py --quick                  100 kB -> 300 only
+    python3 bench_bpe.py --record                 also write the output to bench-bpe.txt
+    RAYON_NUM_THREADS=1 VENV/bin/python bench_bpe.py --rust ...
+                                                  also time HuggingFace `tokenizers` (Rust) on one
+                                                  thread, from a scratch virtual environment that has
+                                                  it; this folder never needs it
 
-The text is generated from a fixed seed: sentences of made-up lowercase words whose frequencies fall off
-like a natural language's, so that every run trains on the same million characters. It times bpe.train
-against `train_by_recounting`, the straightforward trainer below, checks that both learn the same merges,
-and prints the speedup.
+For each size it times four trainers that learn the same vocabulary:
+  bpe.train          the fast trainer: one regex pass, distinct chunks, a heap of pair counts
+                     (the best of RUNS runs, as for the Rust trainer)
+  distinct recount   recounts every pair of every distinct chunk (times its frequency) before
+                     every merge: the obvious improvement on the plain trainer
+  bpe.train_plain    recounts every pair of the whole text before every merge (1 MB only: slow)
+  Rust (tokenizers)  BpeTrainer with the equivalent pre-tokenizer " ?[a-z]+|[^a-z]"
+and checks that they learn the same merges (the Rust trainer: the same vocabulary). Then it encodes a
+word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
 """
 
 import os
@@ -16,35 +28,14 @@ import sys
 import time
 from collections import Counter
 
-from bpe import Tokenizer, chunks, merge_pair, train
-from recorded import OneLineParser, Report
+from bpe import recount_merges, train, train_plain, word_counts
+from recorded import OneLineParser, Report, read_text
 
 SEED = 7
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-bpe.txt")
-
-
-def train_by_recounting(text, vocab_size):
-    """The straightforward trainer, written for clarity: before every merge it counts every adjacent pair
-    in every chunk of the text again. Same rules as bpe.train, and so the same merges."""
-    alphabet = sorted(set(text))
-    ids = {ch: i for i, ch in enumerate(alphabet)}
-    vocab = list(alphabet)
-    words = [[ids[ch] for ch in chunk] for chunk in chunks(text)]
-    merges, passed_over = [], set()
-    while len(vocab) < vocab_size:
-        counts = Counter(pair for word in words for pair in zip(word, word[1:]) if pair not in passed_over)
-        if not counts:
-            break
-        pair = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
-        joined = vocab[pair[0]] + vocab[pair[1]]
-        if joined in ids:
-            passed_over.add(pair)
-            continue
-        ids[joined] = len(vocab)
-        words = [merge_pair(word, pair, len(vocab)) for word in words]
-        vocab.append(joined)
-        merges.append((vocab[pair[0]], vocab[pair[1]]))
-    return Tokenizer(alphabet, merges)
+ALPHABET = set("\n !,.?abcdefghijklmnopqrstuvwxyz")     # the lesson's tokenizer's 32 characters
+RUST_PATTERN = r" ?[a-z]+|[^a-z]"                          # bpe.chunks, for text in ALPHABET
+RUNS = 5             # bpe.train and the Rust trainer: the best of this many runs
 
 
 def corpus(size, seed=SEED):
@@ -64,6 +55,53 @@ def corpus(size, seed=SEED):
     return "".join(parts)[:size]
 
 
+def text_of(path):
+    """The text of a file, or of every .txt file under a folder in sorted order, lower-cased and
+    filtered to ALPHABET."""
+    if os.path.isdir(path):
+        files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
+                       for name in names if name.endswith(".txt"))
+    else:
+        files = [path]
+    text = "".join(read_text(name, limit=2 ** 30) for name in files).lower()
+    return "".join(ch for ch in text if ch in ALPHABET)
+
+
+def train_distinct_recount(text, vocab_size):
+    """bpe.train_plain's loop over the distinct chunks, each counted with its frequency: the same
+    merges, and the obvious improvement on recounting the whole text."""
+    alphabet = sorted(set(text))
+    ids = {ch: i for i, ch in enumerate(alphabet)}
+    chunk_freqs = word_counts(text)
+    words = [[ids[ch] for ch in chunk] for chunk in chunk_freqs]
+    return recount_merges(alphabet, words, list(chunk_freqs.values()), vocab_size)
+
+
+def train_rust(text, vocab_size):
+    """HuggingFace tokenizers' BPE trainer with the equivalent pre-tokenizer, fed the text line by
+    line (its fastest exact way: a chunk never crosses a newline). Returns (seconds, the set of its
+    vocabulary's strings)."""
+    from tokenizers import Regex, Tokenizer as RustTokenizer, models, pre_tokenizers, trainers
+    tok = RustTokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(RUST_PATTERN), behavior="isolated")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, min_frequency=0)
+    lines = text.splitlines(keepends=True)
+    start = time.perf_counter()
+    tok.train_from_iterator(lines, trainer)
+    return time.perf_counter() - start, set(tok.get_vocab())
+
+
+def best_of(runs, fn, *args):
+    """The fastest of a few runs, and the last result: this machine's timings vary from run to run,
+    and the best is the one least disturbed."""
+    times, result = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn(*args)
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
 def timed(fn, *args):
     start = time.perf_counter()
     result = fn(*args)
@@ -71,23 +109,58 @@ def timed(fn, *args):
 
 
 def main(argv=None):
-    parser = OneLineParser(description="Time bpe.train against a trainer that recounts every pair.")
-    parser.add_argument("--record", action="store_true", help="also write the output to bench-bpe.txt, which the README quotes")
-    parser.add_argument("--quick", action="store_true", help="100 kB to 300 tokens")
+    parser = OneLineParser(description="Time bpe.train against slower trainers and the Rust one.")
+    parser.add_argument("--corpus", metavar="PATH", help="train on this text (a file or a folder of "
+                                                         ".txt files) instead of the seeded one")
+    parser.add_argument("--rust", action="store_true", help="also time HuggingFace tokenizers")
+    parser.add_argument("--record", action="store_true", help="also write the output to bench-bpe.txt")
+    parser.add_argument("--quick", action="store_true", help="100 kB to 300 tokens only")
     args = parser.parse_args(argv)
-    size, vocab_size = (100_000, 300) if args.quick else (1_000_000, 512)
+    sizes = [(100_000, 300)] if args.quick else [(1_000_000, 512), (5_000_000, 1024)]
 
-    text = corpus(size)
-    fast_s, fast = timed(train, text, vocab_size)
-    slow_s, slow = timed(train_by_recounting, text, vocab_size)
-    if fast.merges != slow.merges:
-        print("error: the two trainers learned different merges", file=sys.stderr)
-        return 1
     report = Report()
-    report.say(f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} characters, {len(fast.merges)} merges)")
-    report.say(f"bpe.train:            {fast_s:8.2f} s")
-    report.say(f"recounting baseline:  {slow_s:8.2f} s")
-    report.say(f"speedup:              {slow_s / fast_s:8.1f}×")
+    source = text_of(args.corpus) if args.corpus else corpus(max(size for size, _ in sizes))
+    described = (f"{args.corpus}, lower-cased and filtered to the lesson's alphabet" if args.corpus
+                 else f"bench_bpe.corpus, seed {SEED}")
+    threads = os.environ.get("RAYON_NUM_THREADS")
+    report.say("command: " + (f"RAYON_NUM_THREADS={threads} " if threads else "")
+               + "python3 bench_bpe.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    report.say(f"corpus: {described}; Python {sys.version.split()[0]}")
+    for size, vocab_size in sizes:
+        text = source[:size]
+        if len(text) < size:
+            print(f"error: the corpus has {len(source):,} characters, fewer than {size:,}",
+                  file=sys.stderr)
+            return 1
+        fast_s, fast = best_of(RUNS, train, text, vocab_size)
+        distinct_s, distinct = timed(train_distinct_recount, text, vocab_size)
+        if distinct != fast.merges:
+            print("error: bpe.train and the distinct recount learned different merges", file=sys.stderr)
+            return 1
+        report.say()
+        report.say(f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} characters, "
+                   f"{len(fast.merges)} merges)")
+        report.say(f"bpe.train:                {fast_s:8.2f} s")
+        report.say(f"distinct recount:         {distinct_s:8.2f} s  ({distinct_s / fast_s:.1f}× slower)")
+        if size <= 1_000_000:
+            plain_s, plain = timed(train_plain, text, vocab_size)
+            if plain.merges != fast.merges:
+                print("error: bpe.train and bpe.train_plain learned different merges", file=sys.stderr)
+                return 1
+            report.say(f"bpe.train_plain:          {plain_s:8.2f} s  ({plain_s / fast_s:.1f}× slower)")
+        if args.rust:
+            rust_s, rust_vocab = min(train_rust(text, vocab_size) for _ in range(RUNS))
+            same = "the same vocabulary" if rust_vocab == set(fast.vocab) else (
+                f"a vocabulary that differs in {len(rust_vocab ^ set(fast.vocab))} tokens")
+            report.say(f"Rust tokenizers, 1 thread:{rust_s:8.2f} s  (bpe.train is "
+                       f"{rust_s / fast_s:.2f}× its speed; {same})")
+    if not args.quick:
+        tok = train(source[:5_000_000], 1500)
+        word = "".join(ch for ch in source if ch.isalpha())[:1_000_000]
+        encode_s, ids = timed(tok.encode, word)
+        report.say()
+        report.say(f"encode a word of {len(word):,} letters, no space, with {len(tok.vocab)} tokens: "
+                   f"{encode_s:.2f} s ({len(ids):,} ids)")
     if args.record:
         report.record(RECORD_PATH)
     return 0

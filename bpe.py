@@ -23,18 +23,25 @@ tokenizer.json is written by make_tokenizer.py; `train(text, vocab_size)` learns
 alphabet (they raise ValueError) and knows nothing of bytes or Unicode normalization.
 """
 
+import contextlib
+import functools
+import gc
+import heapq
 import json
+import math
 import os
+import re
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 
 from recorded import OneLineParser, check_output_path, guarded, read_text, show, to_json, write_atomic
 
 FORMAT_VERSION = 1
+CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers
 
 
 def chunks(text):
-    """Cut text into the pieces merges never cross.
+    """Cut text into the pieces merges never cross: a space followed by letters stays one piece.
 
     >>> chunks("mia has  a ball.")
     ['mia', ' has', ' ', ' a', ' ball', '.']
@@ -70,62 +77,145 @@ def merge_pair(ids, pair, new_id):
     return out
 
 
+# [^\W\d_] is every letter str.isalpha knows and a few characters it does not (such as "½"): a
+# piece that holds one of those is cut again with chunks.
+_WORD = re.compile(r" ?[^\W\d_]+")               # the chunks of two characters or more
+_ASCII_WORD = re.compile(r" ?[A-Za-z]+")         # the same, for a text of ASCII only
+_CHUNK = re.compile(_WORD.pattern + "|.", re.DOTALL)   # and every other character alone
+
+
+def _not_a_chunk(piece):
+    return len(piece) > 1 and not piece.lstrip(" ").isalpha()
+
+
+def _pieces(text):
+    """chunks(text) after one regex pass: the same pieces, found fast."""
+    for piece in _CHUNK.findall(text):
+        if _not_a_chunk(piece):
+            yield from chunks(piece)
+        else:
+            yield piece
+
+
+# ---- encoding a chunk: the plain way, then the fast one ----------------------------------------
+
+def encode_chunk_plain(ids, ranks):
+    """Merge within one chunk: the adjacent pair whose merge came first (the lowest rank) is merged
+    everywhere, left to right, and again until no merge applies. ranks: (left, right) -> new id.
+
+    >>> encode_chunk_plain([0, 1, 1, 1], {(1, 1): 2, (0, 2): 3})
+    [3, 1]
+    """
+    ids = list(ids)
+    while len(ids) > 1:
+        pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, math.inf))
+        if pair not in ranks:
+            break
+        ids = merge_pair(ids, pair, ranks[pair])
+    return ids
+
+
+def encode_chunk(ids, ranks):
+    """The same merges as encode_chunk_plain, in one pass over the ranks instead of a scan of the
+    chunk per merge. A merge only ever makes pairs of a later rank, so the ranks come up in rising
+    order: each rank keeps the positions of its pairs, taken left to right when its turn comes, and
+    the symbols are a linked list, so a merge costs the same anywhere in a chunk of a million.
+
+    >>> encode_chunk([0, 1, 1, 1], {(1, 1): 2, (0, 2): 3})
+    [3, 1]
+    """
+    ids = list(ids)
+    n = len(ids)
+    after = list(range(1, n + 1))         # the next live symbol; n is the end
+    before = list(range(-1, n - 1))       # the previous live symbol; -1 is the start
+    positions = defaultdict(list)         # rank -> where a pair of that rank was seen
+    for i, rank in enumerate(map(ranks.get, zip(ids, ids[1:]))):
+        if rank is not None:
+            positions[rank].append(i)
+    waiting = list(positions)             # the ranks still to come, lowest first
+    heapq.heapify(waiting)
+
+    def see(at, pair):                    # a new pair at position at: wait for its rank
+        rank = ranks.get(pair)
+        if rank is not None:
+            if rank not in positions:
+                heapq.heappush(waiting, rank)
+            positions[rank].append(at)
+
+    while waiting:
+        rank = heapq.heappop(waiting)
+        for i in sorted(positions.pop(rank)):
+            j = after[i]
+            if j == n or ranks.get((ids[i], ids[j])) != rank:
+                continue                  # out of date: a neighbour was merged since
+            ids[i], ids[j] = rank, None   # the merged token's id is its rank
+            after[i] = k = after[j]
+            if k < n:
+                before[k] = i
+                see(i, (rank, ids[k]))
+            if before[i] >= 0:
+                see(before[i], (ids[before[i]], rank))
+    return [t for t in ids if t is not None]
+
+
+# ---- the tokenizer -------------------------------------------------------------------------
+
 class Tokenizer:
     """alphabet: distinct single characters; merges: pairs of token strings, in merge order.
 
-    Raises ValueError when a merge uses a token that does not exist yet or makes one that already does.
+    Raises ValueError when a merge uses a token that does not exist yet or makes one that already
+    does, and TypeError for an alphabet or merge of the wrong kind.
     """
 
     def __init__(self, alphabet, merges):
-        alphabet, merges = list(alphabet), [tuple(m) for m in merges]
+        alphabet, merges = list(alphabet), list(merges)
         for n, ch in enumerate(alphabet):
             if not isinstance(ch, str) or len(ch) != 1:
                 raise ValueError(f"alphabet entry {n} must be a single character, got {ch!r}")
         if len(set(alphabet)) != len(alphabet):
-            raise ValueError("alphabet characters must be distinct")
+            twice = next(ch for ch in alphabet if alphabet.count(ch) > 1)
+            raise ValueError(f"alphabet characters must be distinct, got {twice!r} twice")
         self.alphabet = alphabet
-        self.merges = merges
+        self.merges = []
         self.vocab = list(alphabet)
         self.ids = {token: i for i, token in enumerate(alphabet)}
         self.ranks = {}  # (left id, right id) -> id of the merged token; a lower id merges first
         for n, merge in enumerate(merges):
-            if len(merge) != 2 or not all(isinstance(part, str) for part in merge):
-                raise ValueError(f"merge {n} must be a pair of token strings, got {list(merge)!r}")
+            if not isinstance(merge, (list, tuple)) or len(merge) != 2 or not all(
+                    isinstance(part, str) for part in merge):
+                raise ValueError(f"merge {n} must be a pair of token strings, got {merge!r}")
             for part in merge:
                 if part not in self.ids:
-                    raise ValueError(f"merge {n} {list(merge)!r} uses {part!r}, which is not a token yet")
+                    raise ValueError(f"merge {n} {list(merge)!r} uses {part!r}, which is not a "
+                                     f"token yet")
             joined = merge[0] + merge[1]
             if joined in self.ids:
-                raise ValueError(f"merge {n} {list(merge)!r} makes {joined!r}, which is already token "
-                                 f"{self.ids[joined]}")
+                raise ValueError(f"merge {n} {list(merge)!r} makes {joined!r}, which is already "
+                                 f"token {self.ids[joined]}")
             self.ranks[(self.ids[merge[0]], self.ids[merge[1]])] = len(self.vocab)
             self.ids[joined] = len(self.vocab)
             self.vocab.append(joined)
-        self._chunk_ids = {}
+            self.merges.append(tuple(merge))
+        # a bounded cache: text repeats its words, but a stream of new words must not fill memory
+        self._encode_chunk = functools.lru_cache(maxsize=CHUNK_CACHE_SIZE)(self._encode_chunk)
 
     def encode(self, text):
-        """text -> list of token ids. Raises TypeError for a non-string and ValueError for a character
-        outside the alphabet, naming it and its position."""
+        """text -> list of token ids. Raises TypeError for a non-string and ValueError for a
+        character outside the alphabet, naming it, its position and the characters allowed."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        for position, ch in enumerate(text):
-            if ch not in self.ids or len(ch) != 1:
-                raise ValueError(f"character {ch!r} at position {position} is not in the tokenizer's alphabet")
+        outside = set(text).difference(self.alphabet)
+        if outside:
+            position = next(n for n, ch in enumerate(text) if ch in outside)
+            raise ValueError(f"character {text[position]!r} at position {position} is not in the "
+                             f"tokenizer's alphabet {''.join(self.alphabet)!r}")
         ids = []
-        for chunk in chunks(text):
-            if chunk not in self._chunk_ids:
-                self._chunk_ids[chunk] = self._encode_chunk(chunk)
-            ids.extend(self._chunk_ids[chunk])
+        for chunk in _pieces(text):
+            ids.extend(self._encode_chunk(chunk))
         return ids
 
     def _encode_chunk(self, chunk):
-        ids = [self.ids[ch] for ch in chunk]
-        while len(ids) > 1:
-            pair = min(zip(ids, ids[1:]), key=lambda p: self.ranks.get(p, float("inf")))
-            if pair not in self.ranks:
-                break
-            ids = merge_pair(ids, pair, self.ranks[pair])
-        return ids
+        return tuple(encode_chunk([self.ids[ch] for ch in chunk], self.ranks))
 
     def decode(self, ids):
         """list of token ids -> text. Raises TypeError for a non-int and ValueError for an unknown id."""
@@ -152,87 +242,212 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path):
-        """Read a saved tokenizer. Raises ValueError naming the file and what is wrong with it, and OSError
-        (FileNotFoundError) when it cannot be read."""
+        """Read a saved tokenizer, strictly: "version" the integer 1, "alphabet" a list of distinct
+        one-character strings, "merges" a list of two-element lists of known tokens. Raises
+        ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long number,
+        over-deep nesting, a file over the size cap included), and OSError when it cannot be read."""
         name = os.path.basename(path)
         text = read_text(path)
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name} is not valid JSON: {e}") from None
         except RecursionError:
             raise ValueError(f"{name} is nested too deeply to be a tokenizer") from None
+        except ValueError as e:    # bad JSON, or a number of more digits than int() takes
+            raise ValueError(f"{name} is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{name} must hold a JSON object, got {type(data).__name__}")
-        if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"{name} must have \"version\": {FORMAT_VERSION}, got {data.get('version')!r}")
+        version = data.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:
+            raise ValueError(f"{name} must have \"version\": {FORMAT_VERSION} (an integer), "
+                             f"got {version!r}")
         for key in ("alphabet", "merges"):
             if not isinstance(data.get(key), list):
-                raise ValueError(f"{name} must have a list under {key!r}, got {data.get(key)!r}")
+                raise ValueError(f"{name} must have a list under {key!r}, got "
+                                 f"{type(data.get(key)).__name__}")
+        for n, merge in enumerate(data["merges"]):
+            if not isinstance(merge, list):
+                raise ValueError(f"{name}: merge {n} must be a list of two token strings, "
+                                 f"got {merge!r}")
         try:
             return cls(data["alphabet"], data["merges"])
         except (ValueError, TypeError) as e:
             raise ValueError(f"{name}: {e}") from None
 
 
-def train(text, vocab_size, progress=None):
-    """Learn merges from text until the vocabulary has vocab_size tokens or no adjacent pair is left.
+# ---- training: the clear trainer first --------------------------------------------------------
 
-    The rules: the alphabet is the text's distinct characters in code point order; merges never cross a
-    chunk; each step merges the adjacent pair with the highest count summed over all chunks, and a tie goes
-    to the smallest (left id, right id); a pair whose joined string is already a token is passed over.
-    Each distinct chunk is counted once with its frequency, and after a merge only the chunks that held
-    the pair are recounted. progress(n_tokens) is called after each merge when given.
+def train_plain(text, vocab_size):
+    """Learn merges the plain way, minbpe's `basic.py` with chunks: count every adjacent pair of the
+    text, merge the most frequent, and repeat until the vocabulary has vocab_size tokens.
+
+    The rules: the alphabet is the text's distinct characters in code point order; merges never
+    cross a chunk; a tie goes to the smallest (left id, right id); a pair whose joined string is
+    already a token is passed over. Raises like train.
+
+    >>> train_plain("aa ab ab ba", 7).merges
+    [(' ', 'a'), (' a', 'b'), (' ', 'b'), ('a', 'a')]
+    """
+    alphabet = _check_training_input(text, vocab_size)
+    ids = {ch: i for i, ch in enumerate(alphabet)}
+    words = [[ids[ch] for ch in chunk] for chunk in chunks(text)]
+    return Tokenizer(alphabet, recount_merges(alphabet, words, [1] * len(words), vocab_size))
+
+
+def recount_merges(alphabet, words, freqs, vocab_size):
+    """The plain loop: before every merge, count every pair of every word (a word that stands freq
+    times counts freq times), merge the most frequent in every word, and repeat. Returns the merges
+    as (left token, right token)."""
+    ids = {ch: i for i, ch in enumerate(alphabet)}
+    vocab = list(alphabet)
+    merges, passed_over = [], set()
+    while len(vocab) < vocab_size:
+        counts = Counter()
+        for word, freq in zip(words, freqs):
+            for pair in zip(word, word[1:]):
+                counts[pair] += freq
+        for pair in passed_over:
+            del counts[pair]
+        if not counts:
+            break
+        pair = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))  # most frequent, then smallest
+        joined = vocab[pair[0]] + vocab[pair[1]]
+        if joined in ids:
+            passed_over.add(pair)
+            continue
+        ids[joined] = len(vocab)
+        words = [merge_pair(word, pair, len(vocab)) for word in words]
+        vocab.append(joined)
+        merges.append((vocab[pair[0]], vocab[pair[1]]))
+    return merges
+
+
+# ---- training: the fast trainer, same merges ---------------------------------------------------
+# What train does differently from train_plain, and nothing else: it cuts chunks with one compiled
+# pattern and counts each distinct chunk once with its frequency; it keeps the pair counts up to date
+# instead of recounting, touching only the chunks that hold the merged pair (an index from each pair
+# to those chunks); and it finds the most frequent pair with a heap whose out-of-date entries are
+# skipped when they come up, instead of scanning every pair.
+
+def word_counts(text):
+    """Counter of the chunks of text that can hold a pair (two characters or more), as chunks(text)
+    would cut them, counted after one regex pass.
+
+    >>> sorted(word_counts("a ball, a ball!").items())
+    [(' a', 1), (' ball', 2)]
+    """
+    if text.isascii():                    # then [A-Za-z] is exactly what str.isalpha knows
+        counts = Counter(_ASCII_WORD.findall(text))
+    else:
+        counts = Counter(_WORD.findall(text))
+    for piece in [p for p in counts if len(p) == 1 or _not_a_chunk(p)]:
+        freq = counts.pop(piece)
+        for chunk in chunks(piece):
+            if len(chunk) > 1:
+                counts[chunk] += freq
+    return counts
+
+
+def train(text, vocab_size, progress=None):
+    """Learn merges from text until the vocabulary has vocab_size tokens or no adjacent pair is
+    left: the same merges as train_plain, much faster. progress(n_tokens) is called after each merge
+    when given.
+
     Raises TypeError for a non-string text or non-int vocab_size, ValueError for an empty text or a
     vocab_size smaller than the alphabet.
     """
     alphabet = _check_training_input(text, vocab_size)
+    with _collector_paused():   # it would walk the many small tuples made here; none is a cycle
+        merges = _learn_merges(text, alphabet, vocab_size, progress)
+    return Tokenizer(alphabet, merges)
+
+
+def _learn_merges(text, alphabet, vocab_size, progress):
+    """train's loop: the merges, as (left token, right token) pairs in order."""
     ids = {ch: i for i, ch in enumerate(alphabet)}
     vocab = list(alphabet)
-    words, freqs = [], []
-    for chunk, freq in Counter(chunks(text)).items():
-        words.append([ids[ch] for ch in chunk])
-        freqs.append(freq)
-    counts = Counter()                     # pair -> occurrences over the whole text
-    where = {}                             # pair -> indices of the words that held it when counted
-    for w, word in enumerate(words):
+    chunk_freqs = word_counts(text)       # a single character holds no pair: left out
+    words = [list(map(ids.__getitem__, chunk)) for chunk in chunk_freqs]
+    freqs = list(chunk_freqs.values())
+    counts = defaultdict(int)             # pair -> occurrences over the whole text
+    where = defaultdict(list)             # pair -> the words that held it when counted
+    for w, (word, freq) in enumerate(zip(words, freqs)):
         for pair in zip(word, word[1:]):
-            counts[pair] += freqs[w]
-            where.setdefault(pair, set()).add(w)
-    passed_over = set()
-
-    merges = []
-    while len(vocab) < vocab_size:
-        candidates = [(count, pair) for pair, count in counts.items() if count > 0 and pair not in passed_over]
-        if not candidates:
-            break
-        _, pair = max(candidates, key=lambda c: (c[0], -c[1][0], -c[1][1]))
+            counts[pair] += freq
+            where[pair].append(w)
+    # A merge lowers the counts of the pairs around it and makes new pairs with the new token; no
+    # other count ever rises. So an entry of the heap is never below its pair's count: an entry
+    # found too high when it comes up is pushed again at the pair's count, and only the new pairs
+    # are pushed after a merge.
+    heap = [(-count, pair) for pair, count in counts.items()]   # most frequent, then smallest pair
+    heapq.heapify(heap)
+    passed_over, merges = set(), []
+    while len(vocab) < vocab_size and heap:
+        negative_count, pair = heapq.heappop(heap)
+        if pair in passed_over:
+            continue
+        if counts[pair] != -negative_count:
+            if counts[pair] > 0:
+                heapq.heappush(heap, (-counts[pair], pair))
+            continue
         joined = vocab[pair[0]] + vocab[pair[1]]
         if joined in ids:
             passed_over.add(pair)
             continue
         new_id = len(vocab)
+        made = set()                      # the new token's pairs
+        a, b = pair
         for w in where.pop(pair):
-            old = words[w]
-            new = merge_pair(old, pair, new_id)
-            if new == old:
-                continue
-            for p in zip(old, old[1:]):
-                counts[p] -= freqs[w]
-            for p in zip(new, new[1:]):
-                counts[p] += freqs[w]
-                where.setdefault(p, set()).add(w)
-            words[w] = new
+            # merge_pair(word, pair, new_id) in place, keeping counts up to date as it goes: each
+            # merge takes away the pair and the pairs it made with its left and right neighbours,
+            # and adds the neighbours' pairs with the new token
+            word, freq = words[w], freqs[w]
+            ahead, i = word.count(a), 0   # the a's not yet passed (found in C), where to look
+            while ahead:
+                j = word.index(a, i)
+                ahead -= 1
+                i = j + 1
+                if i == len(word) or word[i] != b:
+                    continue
+                ahead -= a == b           # a pair (a, a) uses up two a's
+                counts[pair] -= freq
+                if j > 0:                 # the left neighbour, itself merged or not
+                    left = word[j - 1]
+                    counts[left, a] -= freq
+                    counts[left, new_id] += freq
+                    where[left, new_id].append(w)
+                    made.add((left, new_id))
+                if j + 2 < len(word):     # the right neighbour
+                    right = word[j + 2]
+                    counts[b, right] -= freq
+                    counts[new_id, right] += freq
+                    where[new_id, right].append(w)
+                    made.add((new_id, right))
+                word[j:j + 2] = [new_id]
+        for p in made:
+            if counts[p] > 0:
+                heapq.heappush(heap, (-counts[p], p))
         ids[joined] = new_id
         vocab.append(joined)
-        merges.append((vocab[pair[0]], vocab[pair[1]]))
+        merges.append((vocab[a], vocab[b]))
         if progress:
             progress(len(vocab))
-    return Tokenizer(alphabet, merges)
+    return merges
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for a while, and back as it was after."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def _check_training_input(text, vocab_size):
-    """Return the alphabet of text after checking train's arguments."""
+    """Return the alphabet of text after checking the trainers' arguments."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
@@ -241,8 +456,8 @@ def _check_training_input(text, vocab_size):
         raise ValueError("cannot train on an empty text: expected at least one character")
     alphabet = sorted(set(text))
     if vocab_size < len(alphabet):
-        raise ValueError(f"vocab_size must be at least the text's {len(alphabet)} distinct characters, "
-                         f"got {vocab_size}")
+        raise ValueError(f"vocab_size must be at least the text's {len(alphabet)} distinct "
+                         f"characters, got {vocab_size}")
     return alphabet
 
 

@@ -3,13 +3,16 @@
 import json
 import os
 import random
+import time
+from collections import Counter
 import tempfile
 import unittest
 from unittest import mock
 
 import make_tokenizer
-from bench_bpe import corpus, train_by_recounting
-from bpe import Tokenizer, chunks, merge_pair, train
+from bench_bpe import corpus
+from bpe import (Tokenizer, word_counts, chunks, encode_chunk, encode_chunk_plain, merge_pair,
+                 train, train_plain)
 import bpe
 from helpers_for_tests import MessageAssertions, run_in_copy, run_main
 
@@ -115,7 +118,15 @@ class TokenizerErrors(MessageAssertions, unittest.TestCase):
         cases = {
             '{"version": 1, "alphabet": ["a"': "broken.json is not valid JSON",
             '[1, 2]': "broken.json must hold a JSON object, got list",
-            '{"version": 2, "alphabet": [], "merges": []}': "broken.json must have \"version\": 1, got 2",
+            '{"version": 2, "alphabet": [], "merges": []}': "broken.json must have \"version\": 1 (an integer), got 2",
+            '{"version": true, "alphabet": [], "merges": []}': "must have \"version\": 1 (an integer), got True",
+            '{"version": 1.0, "alphabet": [], "merges": []}': "must have \"version\": 1 (an integer), got 1.0",
+            '{"version": 1, "alphabet": ["a", "b"], "merges": ["ab"]}': "broken.json: merge 0 must be a list of two token strings, got 'ab'",
+            '{"version": 1, "alphabet": ["a", "b"], "merges": {"a": "b"}}': "broken.json must have a list under 'merges', got dict",
+            '{"version": 1, "alphabet": ["a", "a"], "merges": []}': "broken.json: alphabet characters must be distinct, got 'a' twice",
+            '{"version": 1, "alphabet": [1], "merges": []}': "broken.json: alphabet entry 0 must be a single character, got 1",
+            '{"version": 1' + ", \"n\": " + "9" * 5000 + "}": "broken.json is not valid JSON",
+            "[" * 100000: "broken.json is nested too deeply to be a tokenizer",
             '{"version": 1, "alphabet": ["a", "b"]}': "broken.json must have a list under 'merges'",
             '{"version": 1, "alphabet": ["ab"], "merges": []}': "broken.json: alphabet entry 0 must be a single",
             '{"version": 1, "alphabet": ["a"], "merges": [["a", "b"]]}': "broken.json: merge 0 ['a', 'b'] uses 'b'",
@@ -171,7 +182,32 @@ class Training(unittest.TestCase):
             text = "".join(rng.choice("ab c.\n") for _ in range(rng.randint(1, 200)))
             vocab_size = rng.randint(6, 40)
             with self.subTest(f"seed {SEED}, case {case}: {text!r}, vocab_size {vocab_size}"):
-                self.assertEqual(train(text, vocab_size).merges, train_by_recounting(text, vocab_size).merges)
+                self.assertEqual(train(text, vocab_size).merges, train_plain(text, vocab_size).merges)
+
+    def test_fast_and_plain_trainers_learn_the_same_merges_on_corpora_of_several_kinds(self):
+        """Ties included: tiny alphabets make many pairs equally frequent."""
+        rng = random.Random(SEED)
+        kinds = {
+            "pseudo-English": lambda: corpus(rng.randint(200, 3000), seed=rng.randint(0, 10 ** 6)),
+            "two letters": lambda: "".join(rng.choice("ab ") for _ in range(rng.randint(1, 400))),
+            "one letter": lambda: "a" * rng.randint(1, 50) + " " + "a" * rng.randint(1, 50),
+            "punctuation and newlines": lambda: "".join(rng.choice("ab.,!?\n\r ")
+                                                        for _ in range(rng.randint(1, 300))),
+            "beyond ASCII": lambda: "".join(rng.choice("aé ½ß.Ωz") for _ in range(rng.randint(1, 300))),
+        }
+        for kind, make in kinds.items():
+            for case in range(8):
+                text, vocab_size = make(), rng.randint(4, 120)
+                vocab_size = max(vocab_size, len(set(text)))
+                with self.subTest(f"seed {SEED}, {kind} case {case}: vocab_size {vocab_size}, {text[:40]!r}"):
+                    self.assertEqual(train(text, vocab_size).merges, train_plain(text, vocab_size).merges)
+
+    def test_word_counts_cut_as_chunks_does(self):
+        rng = random.Random(SEED)
+        for case in range(100):
+            text = "".join(rng.choice("ab ½é1_.\n") for _ in range(rng.randint(0, 80)))
+            with self.subTest(f"seed {SEED}, case {case}: {text!r}"):
+                self.assertEqual(word_counts(text), Counter(c for c in chunks(text) if len(c) > 1))
 
     def test_round_trip_over_the_trained_alphabet(self):
         tok = self.trained
@@ -203,6 +239,53 @@ class Training(unittest.TestCase):
                 self.assertIn(fragment, str(caught.exception))
 
 
+class Encoding(unittest.TestCase):
+
+    def test_fast_chunk_encoding_equals_the_plain_one(self):
+        """A trained tokenizer's ranks on seeded random chunks, overlapping repeats included."""
+        tok = train(corpus(20_000) + " aaaa" * 50 + " abab" * 50, 300)
+        rng = random.Random(SEED)
+        for case in range(300):
+            chunk = "".join(rng.choice(tok.alphabet[-12:] + ["a", "a", "b"])
+                            for _ in range(rng.randint(1, 40)))
+            ids = [tok.ids[ch] for ch in chunk]
+            with self.subTest(f"seed {SEED}, case {case}: {chunk!r}"):
+                self.assertEqual(encode_chunk(ids, tok.ranks), encode_chunk_plain(ids, tok.ranks))
+
+    def test_a_long_word_takes_a_linear_number_of_steps(self):
+        """Encoding a 50,000-letter word looks a pair up at most 4n times: n − 1 first pairs, then per
+        merge one check and at most two new pairs (a merge removes a symbol, so there are fewer than
+        n merges), and one check per out-of-date entry, at most one per new pair. The plain encoder
+        would look up every pair of the word again after every merge (time: bench_bpe.py)."""
+        tok = train(corpus(20_000), 300)
+        word = "".join(ch for ch in corpus(70_000, seed=SEED) if ch.isalpha())[:50_000]
+
+        class CountingRanks(dict):
+            lookups = 0
+
+            def get(self, key, default=None):
+                CountingRanks.lookups += 1
+                return super().get(key, default)
+        ids = encode_chunk([tok.ids[ch] for ch in word], CountingRanks(tok.ranks))
+        self.assertEqual(tok.decode(ids), word)
+        self.assertLess(len(ids), len(word) * 3 // 4, "the word should merge a lot")
+        self.assertLessEqual(CountingRanks.lookups, 4 * len(word))
+
+    def test_the_chunk_cache_is_bounded(self):
+        tok = load_lesson()
+        rng = random.Random(SEED)
+        words = [" " + "".join(rng.choice("abcdefgh") for _ in range(12))
+                 for _ in range(bpe.CHUNK_CACHE_SIZE + 1000)]
+        tok.encode("".join(words))
+        self.assertEqual(tok._encode_chunk.cache_info().currsize, bpe.CHUNK_CACHE_SIZE)
+
+    def test_the_alphabet_error_lists_the_allowed_characters(self):
+        with self.assertRaises(ValueError) as caught:
+            load_lesson().encode("mia\r\n")
+        self.assertIn("character '\\r' at position 3 is not in the tokenizer's alphabet "
+                      "'\\n !,.?abcdefghijklmnopqrstuvwxyz'", str(caught.exception))
+
+
 class CommandLine(unittest.TestCase):
 
     def test_encode_prints_the_lesson_tokens_and_ids(self):
@@ -226,6 +309,17 @@ class CommandLine(unittest.TestCase):
             done = run_main(bpe.main, "train", "text.txt", "--vocab-size", "7", "--out", path, cwd=out)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(Tokenizer.load(path).merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")])
+
+    def test_train_reads_carriage_returns_as_they_are(self):
+        """The file's CRLF reaches train unchanged, as bpe.train on the same text sees it."""
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "crlf.txt"), "w", encoding="utf-8", newline="") as f:
+                f.write("ab ab\r\nab\r\n")
+            done = run_main(bpe.main, "train", "crlf.txt", "--vocab-size", "8", "--out", "crlf.json",
+                            cwd=tmp)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("\r", Tokenizer.load(os.path.join(tmp, "crlf.json")).alphabet)
+        self.assertEqual(train("ab ab\r\nab\r\n", 8).alphabet, ["\n", "\r", " ", "a", "b"])
 
     def test_long_training_reports_progress_on_stderr(self):
         with tempfile.TemporaryDirectory() as tmp, mock.patch.object(bpe, "PROGRESS_ABOVE", 5_000):
