@@ -246,7 +246,8 @@ class SafeViews(MessageAssertions, unittest.TestCase):
     def test_a_quote_in_a_title_stays_text(self):
         title = 'x" onload="alert(1)'
         root = ET.fromstring(self.svg_titled(title))
-        group = next(g for g in root.iter("{http://www.w3.org/2000/svg}g"))
+        group = next(g for g in root.iter("{http://www.w3.org/2000/svg}g")
+                     if g.get("class") == "panel")
         self.assertEqual(group.get("data-title"), title)
         self.assertIsNone(group.get("onload"))
 

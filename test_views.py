@@ -117,11 +117,41 @@ class Lab06Views(unittest.TestCase):
         removal = svg[lab.TITLES["connection_removal"]][1]
         self.assertIn(("2", "1"), [(r.get("data-row"), r.get("data-col")) for r in removal])
 
-    def test_table_marks_the_changed_rows(self):
+    def test_table_shows_every_intermediate_then_the_changed_rows_in_full(self):
         text = lab.lab_table(lab.lab())
-        self.assertEqual(text.count("◀ changed"), 3)
-        self.assertIn("x₃  0.4000  0.2000  0.4000  ◀ changed", text)
+        baseline = text[:text.index("value ablation")]
+        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V"):
+            self.assertIn("\n" + name if name != "Q" else "\nQ\n", baseline)
+        query = text[text.index("query perturbation"):text.index("connection removal")]
+        self.assertIn("  A, the rows that changed:\n        x₁      x₂      x₃\n"
+                      "x₃  0.4000  0.2000  0.4000", query)
+        self.assertIn("  Z, the rows that changed:\n         1       2\nx₃  1.6000  2.4000", query)
+        ablation = text[text.index("value ablation"):text.index("query perturbation")]
+        self.assertIn("  A: no row changed", ablation)
 
+    def test_svg_puts_z_beside_each_map_and_outlines_its_changed_rows(self):
+        root = ET.fromstring(lab.lab_svg(lab.lab()))
+        groups = {g.get("data-title"): g for g in root.iter(f"{SVG}g") if g.get("class") == "panel"}
+        ablation = groups[lab.TITLES["value_ablation"]]
+        side_changed = [r for r in ablation.iter(f"{SVG}rect") if "side-changed" in r.get("class", "")]
+        self.assertEqual(len(side_changed), 2, "v₂ := 0 changes z₂ and z₃")
+        self.assertLessEqual(float(root.get("width")), 900)
+
+    def test_weights_zeroed_after_the_softmax_are_marked_apart_from_masked_ones(self):
+        svg = lab.lab_svg(lab.lab())
+        bug = panels(svg)["buggy: softmax, then zero the future"][0]
+        zeroed = [r for r in bug if r.get("class") == "cell zeroed"]
+        self.assertEqual(len(zeroed), 3)
+        self.assertTrue(all(r.get("fill") == "url(#zeroed)" for r in zeroed))
+        self.assertIn("zeroed after the softmax", svg)
+
+    def test_the_lesson_figure_outlines_the_future_where_it_leaks(self):
+        root = ET.fromstring(ta.weights_svg())
+        outlined = {g.get("data-title"): len(list(g.iter(f"{SVG}polygon")))
+                    for g in root.iter(f"{SVG}g") if g.get("class") == "panel"}
+        self.assertEqual(outlined, {ta.PANEL_TITLES["causal"]: 0, ta.PANEL_TITLES["none"]: 1,
+                                    ta.PANEL_TITLES["zero"]: 1})
+        self.assertLessEqual(float(root.get("width")), 910)
 
 if __name__ == "__main__":
     unittest.main()

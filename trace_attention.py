@@ -14,6 +14,7 @@ then edits a later token ("ball" -> "hat") under each mask mode to see which out
 the hand-written backward pass against central differences on the loss Σ out·r.
 """
 
+import argparse
 import math
 import os
 import random
@@ -24,7 +25,7 @@ from attention import MASK_MODES, attention_backward, attention_forward, init_at
 from bpe import Tokenizer, chunks
 from recorded import (changed_rows, guarded, parse_trace_args, rounded, save_view, show,
                       to_json, trace_parser, write_or_check)
-from views import MAX_TOKENS, heatmaps_svg, label, panel, text_table
+from views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
 
 D_MODEL = 4
 D_HEAD = 2
@@ -154,18 +155,31 @@ PANEL_TITLES = {"causal": "causal mask", "none": "no mask: the future leaks",
                 "zero": "zero-score bug: future scores 0.0"}
 
 
-def table(t):
-    """The trace t as aligned text: tokens and ids, scores and weights by token, the edit under each mask
-    mode, and the gradient check. Numbers as recorded, 4 decimals, −∞ as −∞."""
-    labels = [label(token) for token in t["tokens"]]
+INTERMEDIATES = ("x", "q", "k", "v", "scores", "weights", "mixed", "out")
+CAPTIONS = {"x": "x: the input rows, one per token (T, d_model)",
+            "q": "q = x·Wq (T, d_head)", "k": "k = x·Wk (T, d_head)", "v": "v = x·Wv (T, d_head)",
+            "scores": "scores = q·kᵀ / √d_head, −∞ where masked (rows: output for; columns: "
+                      "attends to)",
+            "weights": "weights = softmax of each row of scores",
+            "mixed": "mixed = weights·v (T, d_head)", "out": "out = mixed·Wo (T, d_model)"}
+
+
+def table(t, shown=("scores", "weights"), run=None):
+    """The trace t as aligned text: tokens and ids, the intermediates named in shown (each labelled
+    by token, 4 decimals, −∞ as −∞; masked weights as 0), the edit under each mask mode, and the
+    gradient check. run is the causal attention_forward of the sentence, for "mixed", which the
+    trace does not record."""
+    labels = token_labels(t["tokens"])
     blocked = [[s is None for s in row] for row in t["scores"]]
-    weights = [["0" if b else w for w, b in zip(row, b_row)] for row, b_row in zip(t["weights"], blocked)]
-    lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), "",
-             f"scores = q·kᵀ / √{t['d_head']} (rows: output for; columns: attends to)",
-             text_table(labels, labels, t["scores"]), "",
-             "weights = softmax of each row of scores",
-             text_table(labels, labels, weights), "",
-             f"editing {t['sentence']!r} -> {t['changed_sentence']!r}:"]
+    values = {name: t.get(name) or (run or {}).get(name) for name in shown}
+    values["weights"] = [["0" if b else w for w, b in zip(row, b_row)]
+                         for row, b_row in zip(t["weights"], blocked)]
+    lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), ""]
+    for name in shown:
+        matrix = values[name]
+        columns = labels if name in ("scores", "weights") else [str(c) for c in range(len(matrix[0]))]
+        lines += [CAPTIONS[name], text_table(labels, columns, matrix), ""]
+    lines.append(f"editing {t['sentence']!r} -> {t['changed_sentence']!r}:")
     for mode, result in t["masks"].items():
         lines.append(f"  {mode:<6}  rows changed {result['rows_changed_by_the_edit']}, "
                      f"row 0's weight on the future {result['weight_on_future_row_0']}")
@@ -179,21 +193,28 @@ def weights_svg(sentence=SENTENCE, tokenizer=None):
     """One SVG with the weights of the three mask modes side by side, for any sentence."""
     tokenizer, params, table = lesson_setup(tokenizer)
     _, x = inputs(tokenizer, sentence, table)
-    labels = [label(token) for token in tokenizer.tokens(sentence)]
+    labels = token_labels(tokenizer.tokens(sentence))
     panels = []
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
         hatched = [[s == -math.inf for s in row] for row in run["scores"]]   # the "zero" bug hatches none
-        panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], hatched))
-    return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, columns the "
-                                     f"tokens it attends to. Untrained weights, seed {SEED}.")
+        panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], hatched,
+                            future=mode != "causal"))
+    return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, "
+                                     f"columns the tokens it attends to; with no mask and with the "
+                                     f"zero-score bug, the outlined future gets weight. Untrained "
+                                     f"weights, seed {SEED}.")
 
 
 def edited(sentence):
-    """The default edit of --sentence: its last word replaced by "hat", as the lesson replaces "ball"."""
+    """The default edit of --sentence: its last word replaced by "hat", as the lesson replaces
+    "ball". Raises ValueError when there is no word, or the last word is "hat" already."""
     pieces = chunks(sentence)
     for n in range(len(pieces) - 1, -1, -1):
         if pieces[n].strip().isalpha():
+            if pieces[n].strip() == "hat":
+                raise ValueError(f"the default edit (last word -> hat) would change nothing in "
+                                 f"{sentence!r}: give --changed TEXT")
             pieces[n] = (" " if pieces[n].startswith(" ") else "") + "hat"
             return "".join(pieces)
     raise ValueError(f"the sentence {sentence!r} has no word to replace: give --changed TEXT")
@@ -206,20 +227,42 @@ def main(argv=None):
                              f"(default: the lesson's)")
     parser.add_argument("--changed", metavar="TEXT",
                         help="the edited sentence (default: last word -> hat)")
-    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed"))
+    parser.add_argument("--show", metavar="NAMES", type=_names, default=("scores", "weights"),
+                        help=f"with --table, the intermediates to print, from "
+                             f"{','.join(INTERMEDIATES)} (default: scores,weights)")
+    parser.add_argument("--tokenizer", metavar="FILE",
+                        help="a tokenizer saved by `bpe.py train` (default: tokenizer.json)")
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer"))
+    if args.show != ("scores", "weights") and not args.table:
+        parser.error("--show chooses what --table prints: add --table")
     return guarded(lambda: _run(args))
 
 
+def _names(text):
+    """--show's argument: names from INTERMEDIATES, separated by commas."""
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in INTERMEDIATES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"--show takes names from {','.join(INTERMEDIATES)}, "
+                                         f"got {', '.join(unknown) or 'none'}")
+    return names
+
+
 def _run(args):
+    tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer else None
     sentence = SENTENCE if args.sentence is None else args.sentence
     changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
     if args.svg is not None:
-        save_view(args.svg, weights_svg(sentence))
+        save_view(args.svg, weights_svg(sentence, tokenizer))
     if args.table:
-        show(table(trace(sentence, changed)))
+        t = trace(sentence, changed, tokenizer)
+        tokenizer, params, table_ = lesson_setup(tokenizer)
+        run = attention_forward(params, inputs(tokenizer, sentence, table_)[1])
+        show(table(t, args.show, run))
     if args.svg is not None or args.table:
         return 0
-    return write_or_check(to_json(trace(sentence, changed)), TRACE_PATH, args.write, args.check)
+    return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
+                          args.check)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,12 @@ follow the number of tokens. This module draws only; the numbers come from the t
 
 import math
 import re
+import textwrap
 from xml.sax.saxutils import escape as _escape
 
 MASKED_FILL = "url(#masked)"
+ZEROED_FILL = "url(#zeroed)"
+MAX_WIDTH = 900        # a figure's panels wrap to new rows beyond this width, about a README's
 MAX_TOKENS = 64        # the longest side a map may have: beyond it the figure is too large to read
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")   # characters XML 1.0 forbids
 
@@ -32,13 +35,22 @@ HIGHLIGHT = "#d95f02"
 
 
 def label(token):
-    """How a token is shown: a leading space dropped, a lone space as ␣ and a newline as ↵.
+    """How a token is shown: a leading space as ␣, a lone space as ␣ and a newline as ↵.
 
-    >>> [label(" has"), label(" "), label("\\n")]
-    ['has', '␣', '↵']
+    >>> [label(" has"), label(" "), label("\\n"), label("mia")]
+    ['␣has', '␣', '↵', 'mia']
     """
-    shown = token[1:] if token.startswith(" ") and len(token) > 1 else token
-    return shown.replace(" ", "␣").replace("\n", "↵")
+    return token.replace(" ", "␣").replace("\n", "↵")
+
+
+def token_labels(tokens):
+    """The labels of a sentence's tokens; a token that stands more than once gets its position.
+
+    >>> token_labels(["the", " cat", " saw", " the", " cat"])
+    ['the', '␣cat@1', '␣saw', '␣the', '␣cat@4']
+    """
+    shown = [label(token) for token in tokens]
+    return [f"{name}@{i}" if shown.count(name) > 1 else name for i, name in enumerate(shown)]
 
 
 def number(value, decimals=4):
@@ -68,21 +80,31 @@ def text_table(row_labels, col_labels, matrix, marks=None):
     return "\n".join(lines)
 
 
-def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle=""):
-    """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the pair is blocked;
-    highlight: row indices to outline; subtitle: a line under the title. Raises ValueError when the
-    labels, weights and hatching do not fit together, or a side is longer than MAX_TOKENS."""
+def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle="", zeroed=None,
+          side=None, future=False, side_highlight=(), mark="◀ changed"):
+    """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the mask blocks the
+    pair; highlight: row indices to outline; subtitle: a line under the title; zeroed (T, S) of
+    bool, True where a weight was set to 0 after the softmax (marked apart from masked cells); side:
+    (name, matrix of T rows) printed beside the map, such as the output Z, its rows in
+    side_highlight outlined; future: outline the
+    cells above the diagonal, where a causal model must put no weight; mark: the words beside an
+    outlined row. Raises ValueError when the
+    labels, weights and marks do not fit together, or a side is longer than MAX_TOKENS."""
     rows, cols = len(row_labels), len(col_labels)
     if not 1 <= max(rows, cols) <= MAX_TOKENS or min(rows, cols) < 1:
         raise ValueError(f"a map needs 1 to {MAX_TOKENS} rows and columns, got {rows} × {cols}")
-    for name, m in (("weights", weights), ("hatched", hatched)):
+    zeroed = zeroed or [[False] * cols for _ in range(rows)]
+    for name, m in (("weights", weights), ("hatched", hatched), ("zeroed", zeroed)):
         if len(m) != rows or any(len(row) != cols for row in m):
             raise ValueError(f"{name} must be {rows} × {cols} to fit the labels, got {len(m)} rows "
                              f"of {sorted({len(row) for row in m})} entries")
+    if side is not None and len(side[1]) != rows:
+        raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
     if any(not 0 <= i < rows for i in highlight):
         raise ValueError(f"highlighted rows must be 0 to {rows - 1}, got {list(highlight)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels), "cols": list(col_labels),
-            "weights": weights, "hatched": hatched, "highlight": list(highlight)}
+            "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
+            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark}
 
 
 def _colour(w):
@@ -96,7 +118,7 @@ def _colour(w):
 def _sizes(n):
     """Cell size, decimals and font size for an n × n map: big cells with 4 decimals for a short sentence,
     smaller ones with 2 decimals for a long one, and never a font under 9 px."""
-    cell = max(30, min(64, 420 // max(n, 1)))
+    cell = max(30, min(56, 336 // max(n, 1)))
     decimals = 4 if cell >= 56 else 2
     font = min(13.0, (cell - 6) / (0.62 * (decimals + 2)))
     return cell, decimals, max(9.0, round(font, 1))
@@ -107,7 +129,8 @@ def _text_width(text, font):
 
 
 def _draw_panel(p, x0, y0):
-    """SVG elements of one panel with its top-left corner at (x0, y0). Returns (elements, width, height)."""
+    """SVG elements of one panel with its top-left corner at (x0, y0). Returns (elements, width,
+    height)."""
     n_rows, n_cols = len(p["rows"]), len(p["cols"])
     cell, decimals, font = _sizes(max(n_rows, n_cols))
     label_font = max(font, 11.0)
@@ -115,77 +138,141 @@ def _draw_panel(p, x0, y0):
     col_label_height = 10 + max(_text_width(c, label_font) for c in p["cols"]) * 0.71
     top = 60 + col_label_height
     grid_w, grid_h = n_cols * cell, n_rows * cell
-    width = max(left + grid_w + 70, _text_width(p["title"], 15) + 10, _text_width(p["subtitle"], 12) + 10)
+    side_x = x0 + left + grid_w + 16
+    side_w = 0 if p["side"] is None else len(p["side"][1][0]) * (cell - 4) + 8
+    width = max(left + grid_w + 16 + side_w
+                + (_text_width(p["mark"], 11) + 8 if p["highlight"] and not side_w else 8),
+                _text_width(p["title"], 15) + 10, _text_width(p["subtitle"], 12) + 10)
     out = [f'<g class="panel" data-title="{escape(p["title"])}">',
            f'<text x="{x0:.1f}" y="{y0 + 18:.1f}" class="title">{escape(p["title"])}</text>',
            f'<text x="{x0:.1f}" y="{y0 + 36:.1f}" class="subtitle">{escape(p["subtitle"])}</text>',
            f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">columns: attends to →</text>',
-           f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) rotate(-90)">'
-           f'rows: output for ↑</text>']
+           f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) '
+           f'rotate(-90)">rows: output for ↑</text>']
     for j, name in enumerate(p["cols"]):
         cx, cy = x0 + left + (j + 0.5) * cell, y0 + top - 6
-        out.append(f'<text class="label" font-size="{label_font}" transform="translate({cx:.1f},{cy:.1f}) '
-                   f'rotate(-45)">{escape(name)}</text>')
+        out.append(f'<text class="label" font-size="{label_font}" '
+                   f'transform="translate({cx:.1f},{cy:.1f}) rotate(-45)">{escape(name)}</text>')
     for i, name in enumerate(p["rows"]):
         cy = y0 + top + (i + 0.5) * cell
-        out.append(f'<text class="label row" font-size="{label_font}" x="{x0 + left - 6:.1f}" y="{cy:.1f}">'
-                   f'{escape(name)}</text>')
+        out.append(f'<text class="label row" font-size="{label_font}" x="{x0 + left - 6:.1f}" '
+                   f'y="{cy:.1f}">{escape(name)}</text>')
         for j in range(n_cols):
-            cx, cy_cell = x0 + left + j * cell, y0 + top + i * cell
-            w = p["weights"][i][j]
-            masked = p["hatched"][i][j]
-            kind = "cell masked" if masked else "cell"
-            fill = MASKED_FILL if masked else _colour(w)
-            ink = "#555555" if masked else ("#ffffff" if w > 0.55 else "#111111")
-            out.append(f'<rect class="{kind}" data-row="{i}" data-col="{j}" x="{cx:.1f}" y="{cy_cell:.1f}" '
-                       f'width="{cell}" height="{cell}" fill="{fill}"/>')
-            out.append(f'<text class="value" font-size="{font}" fill="{ink}" x="{cx + cell / 2:.1f}" '
-                       f'y="{cy_cell + cell / 2:.1f}">{"0" if masked else number(w, decimals)}</text>')
+            out += _draw_cell(p, i, j, x0 + left + j * cell, y0 + top + i * cell, cell, font,
+                              decimals)
         if i in p["highlight"]:
-            out.append(f'<rect class="highlight" x="{x0 + left - 2:.1f}" y="{y0 + top + i * cell - 2:.1f}" '
-                       f'width="{grid_w + 4}" height="{cell + 4}"/>')
-            out.append(f'<text class="changed" x="{x0 + left + grid_w + 6:.1f}" y="{y0 + top + (i + 0.5) * cell:.1f}">'
-                       f'◀ changed</text>')
-    out.append(f'<rect class="frame" x="{x0 + left:.1f}" y="{y0 + top:.1f}" width="{grid_w}" height="{grid_h}"/>')
-    # the colour scale under the grid
-    scale_y = y0 + top + grid_h + 16
-    out.append(f'<rect x="{x0 + left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" fill="url(#scale)" '
-               f'class="scale"/>')
+            out.append(f'<rect class="highlight" x="{x0 + left - 2:.1f}" '
+                       f'y="{y0 + top + i * cell - 2:.1f}" width="{grid_w + 4}" '
+                       f'height="{cell + 4}"/>')
+            if p["side"] is None:
+                out.append(f'<text class="changed" x="{x0 + left + grid_w + 6:.1f}" y="{cy:.1f}">'
+                           f'{escape(p["mark"])}</text>')
+    out.append(f'<rect class="frame" x="{x0 + left:.1f}" y="{y0 + top:.1f}" width="{grid_w}" '
+               f'height="{grid_h}"/>')
+    if p["future"] and n_rows == n_cols > 1:   # where a causal model puts no weight
+        out.append(f'<polygon class="future" '
+                   f'points="{_future_points(x0 + left, y0 + top, cell, n_cols)}"/>')
+    if p["side"] is not None:
+        out += _draw_side(p["side"], side_x, y0 + top, cell, font, decimals)
+        for i in p["side_highlight"]:
+            out.append(f'<rect class="highlight side-changed" x="{side_x - 2:.1f}" '
+                       f'y="{y0 + top + i * cell - 2:.1f}" width="{side_w - 4}" height="{cell + 4}"/>')
+    scale_y = y0 + top + grid_h + 16       # the colour scale under the grid
+    out.append(f'<rect x="{x0 + left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" '
+               f'fill="url(#scale)" class="scale"/>')
     for tick in (0.0, 0.5, 1.0):
-        tx = x0 + left + tick * grid_w
-        out.append(f'<text class="tick" x="{tx:.1f}" y="{scale_y + 24:.1f}">{tick:g}</text>')
+        out.append(f'<text class="tick" x="{x0 + left + tick * grid_w:.1f}" '
+                   f'y="{scale_y + 24:.1f}">{tick:g}</text>')
     out.append("</g>")
     return out, width, top + grid_h + 50
 
 
-def heatmaps_svg(panels, note=None):
-    """One self-contained SVG with the panels side by side, a legend for masked cells, and an optional
-    note line at the bottom. Raises ValueError for no panels."""
+def _draw_cell(p, i, j, x, y, cell, font, decimals):
+    w, masked, zeroed = p["weights"][i][j], p["hatched"][i][j], p["zeroed"][i][j]
+    kind = "cell masked" if masked else "cell zeroed" if zeroed else "cell"
+    fill = MASKED_FILL if masked else ZEROED_FILL if zeroed else _colour(w)
+    ink = "#555555" if masked or zeroed else ("#ffffff" if w > 0.55 else "#111111")
+    text = "0" if masked or zeroed else number(w, decimals)
+    return [f'<rect class="{kind}" data-row="{i}" data-col="{j}" x="{x:.1f}" y="{y:.1f}" '
+            f'width="{cell}" height="{cell}" fill="{fill}"/>',
+            f'<text class="value" font-size="{font}" fill="{ink}" x="{x + cell / 2:.1f}" '
+            f'y="{y + cell / 2:.1f}">{text}</text>']
+
+
+def _future_points(x, y, cell, n):
+    """The outline of the cells above the diagonal of an n × n grid at (x, y): a staircase from the
+    top right down along the diagonal."""
+    points = [(1, 0), (n, 0), (n, n - 1)]
+    for k in range(n - 1, 0, -1):
+        points += [(k, k), (k, k - 1)]
+    return " ".join(f"{x + a * cell:.1f},{y + b * cell:.1f}" for a, b in points)
+
+
+def _draw_side(side, x, y, cell, font, decimals):
+    """The side matrix (name, T rows of numbers) as a column of values beside the map."""
+    name, matrix = side
+    w = cell - 4
+    out = [f'<text class="side-title" x="{x + len(matrix[0]) * w / 2:.1f}" y="{y - 8:.1f}">'
+           f'{escape(name)}</text>']
+    for i, row in enumerate(matrix):
+        for c, value in enumerate(row):
+            out.append(f'<rect class="side" x="{x + c * w:.1f}" y="{y + i * cell:.1f}" '
+                       f'width="{w}" height="{cell}"/>')
+            out.append(f'<text class="value side-value" font-size="{font}" '
+                       f'x="{x + (c + 0.5) * w:.1f}" y="{y + (i + 0.5) * cell:.1f}">'
+                       f'{number(value, min(decimals, 3))}</text>')
+    return out
+
+
+def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
+    """One self-contained SVG: the panels in rows no wider than max_width (about a README's
+    width), a legend for masked and zeroed cells and for the future outline, and an optional note
+    line. Raises ValueError for no panels."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
-    x, parts, heights = 16.0, [], []
+    parts, x, y, row_height, widest = [], 16.0, 16.0, 0.0, 0.0
     for p in panels:
-        elements, width, height = _draw_panel(p, x, 16.0)
-        parts.extend(elements)
-        heights.append(height)
-        x += width + 36
-    height = 16 + max(heights) + 8
-    legend_y = height
-    parts.append(f'<rect x="16" y="{legend_y:.1f}" width="18" height="18" fill="{MASKED_FILL}" class="legend"/>')
-    parts.append(f'<text class="note" x="42" y="{legend_y + 13:.1f}">masked: the score is −∞ (or the weight was '
-                 f'zeroed), so the weight is exactly 0 — not a small weight</text>')
-    if note:
-        parts.append(f'<text class="note" x="16" y="{legend_y + 38:.1f}">{escape(note)}</text>')
-    total_w, total_h = max(x - 20, 620), legend_y + (50 if note else 28)
+        elements, width, height = _draw_panel(p, 0.0, 0.0)
+        if x > 16 and x + width > max_width:              # this row is full: start the next
+            x, y, row_height = 16.0, y + row_height + 24, 0.0
+        parts.append(f'<g transform="translate({x:.1f},{y:.1f})">')
+        parts += elements + ["</g>"]
+        x += width + 24
+        row_height, widest = max(row_height, height), max(widest, x - 24)
+    legend_y = y + row_height + 8
+    legends = [(MASKED_FILL, "legend", "masked: the score is −∞, so the weight is exactly 0, not a "
+                                       "small weight")]
+    if any(any(any(row) for row in p["zeroed"]) for p in panels):
+        legends.append((ZEROED_FILL, "legend", "zeroed after the softmax: the future was in the "
+                                               "denominator all the same"))
+    if any(p["future"] for p in panels):
+        legends.append(("none", "legend future", "outlined: the future, where a causal model puts "
+                                                 "no weight"))
+    for n, (fill, kind, text) in enumerate(legends):
+        at = legend_y + 24 * n
+        parts.append(f'<rect x="16" y="{at:.1f}" width="18" height="18" fill="{fill}" '
+                     f'class="{kind}"/>')
+        parts.append(f'<text class="note" x="42" y="{at + 13:.1f}">{escape(text)}</text>')
+    bottom = legend_y + 24 * len(legends)
+    total_w = max(widest + 16, 620)
+    for line in textwrap.wrap(note or "", width=int((total_w - 32) / _text_width("x", 12))):
+        parts.append(f'<text class="note" x="16" y="{bottom + 14:.1f}">{escape(line)}</text>')
+        bottom += 18
+    total_h = bottom + 8
     head = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
-        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="DejaVu Sans, Verdana, sans-serif">',
+        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
+        f'font-family="DejaVu Sans, Verdana, sans-serif">',
         "<defs>",
-        '<pattern id="masked" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-        '<rect width="6" height="6" fill="#e4e4e4"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" '
-        'stroke-width="2"/></pattern>',
+        '<pattern id="masked" width="6" height="6" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#e4e4e4"/>'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="2"/></pattern>',
+        '<pattern id="zeroed" width="8" height="8" patternUnits="userSpaceOnUse">'
+        '<rect width="8" height="8" fill="#fdecd8"/><circle cx="4" cy="4" r="1.6" '
+        'fill="#d95f02"/></pattern>',
         f'<linearGradient id="scale"><stop offset="0" stop-color="{_colour(0)}"/>'
-        f'<stop offset="0.5" stop-color="{_colour(0.5)}"/><stop offset="1" stop-color="{_colour(1)}"/></linearGradient>',
+        f'<stop offset="0.5" stop-color="{_colour(0.5)}"/>'
+        f'<stop offset="1" stop-color="{_colour(1)}"/></linearGradient>',
         "<style>"
         ".title{font-size:15px;font-weight:bold;fill:#111}"
         ".subtitle{font-size:12px;fill:#333}"
@@ -195,6 +282,11 @@ def heatmaps_svg(panels, note=None):
         ".value{text-anchor:middle;dominant-baseline:central}"
         ".cell{stroke:#ffffff;stroke-width:1}"
         ".frame{fill:none;stroke:#777;stroke-width:1}"
+        ".future{fill:none;stroke:#c51b7d;stroke-width:2.5;stroke-dasharray:6 3}"
+        ".legend.future{stroke:#c51b7d;stroke-width:2.5;stroke-dasharray:6 3}"
+        ".side{fill:#f4f4f4;stroke:#ffffff;stroke-width:1}"
+        ".side-title{font-size:12px;font-weight:bold;fill:#333;text-anchor:middle}"
+        ".side-value{fill:#111}"
         ".highlight{fill:none;stroke:" + HIGHLIGHT + ";stroke-width:3}"
         ".changed{font-size:11px;fill:" + HIGHLIGHT + ";dominant-baseline:middle}"
         ".scale{stroke:#777;stroke-width:0.5}"

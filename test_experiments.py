@@ -1,0 +1,165 @@
+"""Experiments without editing source: a head of your own, any intervention, every intermediate."""
+
+import json
+import os
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import perturb_attention as lab
+import trace_attention as ta
+from bpe import train
+from helpers_for_tests import HERE, MessageAssertions, run_main
+
+SVG = "{http://www.w3.org/2000/svg}"
+# Four positions of width 2; WK = WQ = I, so S = X·Xᵀ/√2.
+HEAD = {"X": [[1, 0], [0, 1], [1, 1], [0.5, -1]], "WQ": [[1, 0], [0, 1]],
+        "WK": [[1, 0], [0, 1]], "WV": [[2, 0], [0, 4]]}
+
+
+class OwnHead(MessageAssertions, unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, data, name="head.json"):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data))
+        return path
+
+    def run_lab(self, *args):
+        return run_main(lab.main, *args)
+
+    def test_a_head_of_four_positions_prints_head_and_baseline_as_the_trace_does(self):
+        done = self.run_lab("--head", self.write(HEAD))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        result = json.loads(done.stdout)
+        with open(os.path.join(HERE, "perturb-trace.json"), encoding="utf-8") as f:
+            recorded = json.load(f)
+        self.assertEqual(list(result), ["head", "baseline"])
+        self.assertEqual(list(result["head"]), list(recorded["head"]))
+        self.assertEqual(list(result["baseline"]), list(recorded["baseline"]))
+        self.assertEqual(result["head"]["allowed"], [[j <= i for j in range(4)] for i in range(4)])
+        self.assertEqual(len(result["baseline"]["weights"]), 4)
+
+    def test_a_given_mask_is_used(self):
+        allowed = [[True, True, True, True]] * 4
+        result = json.loads(self.run_lab("--head", self.write(dict(HEAD, allowed=allowed))).stdout)
+        self.assertTrue(all(w > 0 for row in result["baseline"]["weights"] for w in row))
+
+    def test_each_invalid_head_is_one_line(self):
+        cases = {
+            "not JSON": ("{", "head.json: Expecting"),
+            "a list": ("[1, 2]", "must hold a JSON object with X, WQ, WK and WV, got list"),
+            "a missing matrix": ({k: v for k, v in HEAD.items() if k != "WV"},
+                                 "must have X, WQ, WK, WV and may have allowed; missing WV"),
+            "an unknown key": (dict(HEAD, Wo=[[1]]), "unknown Wo"),
+            "a ragged X": (dict(HEAD, X=[[1, 0], [0]]), "head.json: each X row must have 2 numbers"),
+            "widths that differ": (dict(HEAD, WK=[[1, 0, 0], [0, 1, 0]]),
+                                   "query and key widths must match"),
+            "a mask entry that is not a bool": (
+                dict(HEAD, allowed=[[1, 0, 0, 0]] + [[True] * 4] * 3), "must be True or False"),
+            "a row with every source blocked": (
+                dict(HEAD, allowed=[[False] * 4] + [[True] * 4] * 3), "may attend to no source"),
+            "a mask of the wrong size": (dict(HEAD, allowed=[[True]]),
+                                         "allowed must be a (4, 4) matrix of bools"),
+            "a value that is not a number": (dict(HEAD, WV=[[2, 0], [0, "4"]]), "must be a number"),
+        }
+        for what, (data, fragment) in cases.items():
+            with self.subTest(what):
+                self.assertOneLineError(self.run_lab("--head", self.write(data)), fragment)
+
+    def test_each_intervention_flag_counts_positions_from_1(self):
+        path = self.write(HEAD)
+        cases = {  # flag: (rows of A changed, rows of Z changed), 0-based as the trace records them
+            ("--ablate-value", "2"): ([], [1, 2, 3]),
+            ("--set-query", "4=1,0"): ([3], [3]),
+            ("--scale-key", "4=2"): ([3], [3]),
+            ("--block", "4,1"): ([3], [3]),
+        }
+        for flag, (a_rows, z_rows) in cases.items():
+            with self.subTest(flag=flag):
+                done = self.run_lab("--head", path, *flag)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                run = json.loads(done.stdout)["intervention"]
+                self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]),
+                                 (a_rows, z_rows))
+                self.assertIn("buggy_output", run)
+
+    def test_flags_combine_into_one_intervention_on_the_labs_own_head(self):
+        done = self.run_lab("--ablate-value", "2", "--block", "3,2")
+        run = json.loads(done.stdout)["intervention"]
+        self.assertEqual(run["changes"], ["v₂ := 0", "3 ↛ 2"])
+        # row 3 reads sources 1 and 3 only, [1/3, 0, 2/3], and v₂ is 0 anyway: z₃ = [2, 8/3]
+        self.assertEqual(run["weights"][2][1], 0.0)
+        self.assertAlmostEqual(run["output"][2][0], 2.0, places=9)
+        self.assertAlmostEqual(run["output"][2][1], 8 / 3, places=9)
+
+    def test_a_position_outside_the_head_is_one_line(self):
+        path = self.write(HEAD)
+        for flag, fragment in ((("--ablate-value", "5"), "--ablate-value 5 is not a position"),
+                               (("--set-query", "1=1,2,3"), "--set-query needs 2 numbers"),
+                               (("--block", "0,1"), "--block query 0 is not a position"),
+                               (("--scale-key", "x=2"), "--scale-key takes J=c")):
+            with self.subTest(flag=flag):
+                self.assertOneLineError(self.run_lab("--head", path, *flag), fragment)
+
+    def test_the_bug_flag_shows_the_buggy_procedure(self):
+        result = json.loads(self.run_lab("--head", self.write(HEAD), "--bug", "post-softmax").stdout)
+        self.assertLess(result["buggy_post_softmax"]["row_sums"][0], 1.0)
+
+    def test_a_four_position_head_goes_through_every_view(self):
+        path = self.write(HEAD)
+        args = ("--head", path, "--set-query", "4=1,0", "--bug", "post-softmax")
+        table = self.run_lab(*args, "--table").stdout
+        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V", "q₄ := [1.0, 0.0]",
+                     "x₄", "buggy: softmax, then zero the future"):
+            self.assertIn(name, table)
+        svg_path = os.path.join(self.tmp.name, "head.svg")
+        self.assertEqual(self.run_lab(*args, "--svg", svg_path).returncode, 0)
+        root = ET.parse(svg_path).getroot()
+        titles = [g.get("data-title") for g in root.iter(f"{SVG}g") if g.get("class") == "panel"]
+        self.assertEqual(titles, ["baseline", "q₄ := [1.0, 0.0]",
+                                  "buggy: softmax, then zero the future"])
+        self.assertLessEqual(float(root.get("width")), 900)
+
+    def test_write_and_check_refuse_an_experiment(self):
+        self.assertOneLineError(self.run_lab("--check", "--head", self.write(HEAD)),
+                                "--write and --check work on the recorded file alone")
+
+
+class EveryIntermediate(MessageAssertions, unittest.TestCase):
+
+    def test_show_prints_each_intermediate_labelled_by_token(self):
+        done = run_main(ta.main, "--table", "--show", ",".join(ta.INTERMEDIATES))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for name in ta.INTERMEDIATES:
+            self.assertIn(ta.CAPTIONS[name], done.stdout)
+        t = ta.trace()
+        self.assertRegex(done.stdout, r"\n␣ball +" + " +".join(f"{v:.4f}" for v in t["out"][4]))
+        self.assertRegex(done.stdout, r"\nmia +" + " +".join(f"{v:.4f}" for v in t["x"][0]))
+
+    def test_show_refuses_an_unknown_name_and_needs_table(self):
+        self.assertOneLineError(run_main(ta.main, "--table", "--show", "q,attn"),
+                                "--show takes names from x,q,k,v,scores,weights,mixed,out, got attn")
+        self.assertOneLineError(run_main(ta.main, "--show", "q"), "add --table")
+
+    def test_a_trained_tokenizer_can_trace_its_own_sentence(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "mine.json")
+            train("the quick brown fox jumps over the lazy dog. " * 20, 60).save(path)
+            done = run_main(ta.main, "--tokenizer", path, "--sentence", "the lazy fox.")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        t = json.loads(done.stdout)
+        self.assertEqual("".join(t["tokens"]), "the lazy fox.")
+        self.assertEqual(t["changed_sentence"], "the lazy hat.")
+
+    def test_an_edit_that_changes_nothing_asks_for_changed(self):
+        self.assertOneLineError(run_main(ta.main, "--sentence", "mia has a red hat."),
+                                "would change nothing in 'mia has a red hat.': give --changed TEXT")
+
+
+if __name__ == "__main__":
+    unittest.main()
