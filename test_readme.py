@@ -52,7 +52,10 @@ def quoted_figures(trace):
         f"last token: `{score_row(trace['scores'][-1])}`",
         weights_table(trace),
         f"row sums `{trace['row_sums']}`",
-        f"max error {trace['gradient_check']['max_error_rounded']} (ε = {trace['gradient_check']['epsilon']})",
+        (
+            f"max error {trace['gradient_check']['max_error_rounded']} (ε ="
+            f" {trace['gradient_check']['epsilon']})"
+        ),
         f"causal: the edit changes rows `{masks['causal']['rows_changed_by_the_edit']}`",
         f"row 0's weight on the future is {masks['causal']['weight_on_future_row_0']}",
         f"none: the edit changes rows `{masks['none']['rows_changed_by_the_edit']}`",
@@ -78,12 +81,17 @@ def fraction(x):
 
 def lab_table(lab):
     """The README's table of the four interventions, from perturb-trace.json."""
-    lines = ["| intervention | rows of A changed | rows of Z changed | new z₃ |", "|---|---|---|---|"]
+    lines = [
+        "| intervention | rows of A changed | rows of Z changed | new z₃ |",
+        "|---|---|---|---|",
+    ]
     for key, label in INTERVENTIONS.items():
         run = lab["interventions"][key]
         z3 = run["output"][2]
-        lines.append(f"| {label} | `{run['weight_rows_changed']}` | `{run['output_rows_changed']}` | "
-                     f"`{z3}` = [{', '.join(fraction(x) for x in z3)}] |")
+        lines.append(
+            f"| {label} | `{run['weight_rows_changed']}` | `{run['output_rows_changed']}` | "
+            f"`{z3}` = [{', '.join(fraction(x) for x in z3)}] |"
+        )
     return "\n".join(lines)
 
 
@@ -97,16 +105,41 @@ def lab_figures(lab):
         f"the buggy weights `{bug['weights']}`",
         f"row sums `{bug['row_sums']}`",
         f"its first output row moves from `{bug['output'][0]}` to `{leak[0]}`",
-        f"([{fractions(lab['interventions']['connection_removal']['weights'][2])}] instead of "
-        f"[{fractions(base['weights'][2])}])",
+        (
+            f"([{fractions(lab['interventions']['connection_removal']['weights'][2])}] instead of "
+            f"[{fractions(base['weights'][2])}])"
+        ),
         f"leaves the weight {fraction(base['weights'][2][1])} on source 2",
-        f"[{fractions(mix['weights_a'])}] and [{fractions(mix['weights_b'])}], produce the same mixture of "
+        f"[{fractions(mix['weights_a'])}] and [{fractions(mix['weights_b'])}], produce the same"
+        " mixture of "
         + ", ".join(f"[{fractions(v)}]" for v in mix["values"]),
     ]
 
 
 def fractions(values):
     return ", ".join(fraction(x) for x in values)
+
+
+def training_table(run):
+    """The README's accuracy table, from training-run.json."""
+    total = run["attention"]["total"]
+    return "\n".join([
+        "| model | held-out stories answered | the same, one sentence later |",
+        "|---|---|---|",
+        f"| bigram: the token seen most often next | {run['bigram']['correct']} of {total} | |",
+        (
+            f"| the lesson's layer, trained {run['config']['steps']} steps | "
+            f"{run['attention']['correct']} of {total} | {run['shifted']['correct']} of {total} |"
+        ),
+    ])
+
+
+def training_figures(run):
+    return [
+        training_table(run),
+        f"(on average {run['weight_on_colour']} over the {run['attention']['total']} test stories)",
+        f"on {run['config']['train_stories']} such stories",
+    ]
 
 
 def flat(text):
@@ -130,48 +163,76 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_readme_quotes_the_recorded_trace(self):
         readme, trace = flat(read("README.md")), json.loads(read("attention-trace.json"))
         for figure in quoted_figures(trace):
-            self.assertTrue(flat(figure) in readme, f"README.md should quote, from attention-trace.json:\n{figure}")
+            self.assertTrue(
+                flat(figure) in readme,
+                f"README.md should quote, from attention-trace.json:\n{figure}",
+            )
 
     def test_readme_quotes_the_lab06_trace(self):
         readme, lab = flat(read("README.md")), json.loads(read("perturb-trace.json"))
         for figure in lab_figures(lab):
-            self.assertTrue(flat(figure) in readme, f"README.md should quote, from perturb-trace.json:\n{figure}")
+            self.assertTrue(
+                flat(figure) in readme,
+                f"README.md should quote, from perturb-trace.json:\n{figure}",
+            )
 
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
         readme = read("README.md")
         recorded = set()
-        for name in ("attention-trace.json", "perturb-trace.json"):
+        for name in ("attention-trace.json", "perturb-trace.json", "training-run.json"):
             recorded.update(numbers_in(json.loads(read(name))))
         for name in BENCH_RECORDS:
             recorded.update(float(n) for n in re.findall(r"-?\d+\.\d+", read(name)))
         for match in re.finditer(r"-?\d+\.\d{4,}\b", readme):
-            self.assertTrue(float(match.group()) in recorded, f"README.md quotes {match.group()}, no trace records it")
+            self.assertTrue(
+                float(match.group()) in recorded,
+                f"README.md quotes {match.group()}, no trace records it",
+            )
 
     def test_readme_quotes_the_recorded_benchmarks(self):
         readme = read("README.md")
         for name in BENCH_RECORDS:
-            self.assertTrue("```\n" + read(name) + "```" in readme, f"README.md should quote {name} whole")
+            self.assertTrue(
+                "```\n" + read(name) + "```" in readme, f"README.md should quote {name} whole"
+            )
 
     def test_benchmark_columns_follow_from_the_measurements(self):
         """speedup = dense / causal, and the work ratio is bench_attention.multiply_adds's."""
-        rows = [line.split("|")[1:-1] for line in read("bench-attention.txt").splitlines()
-                if re.match(r"\| \d", line)]
+        rows = [
+            line.split("|")[1:-1]
+            for line in read("bench-attention.txt").splitlines()
+            if re.match(r"\| \d", line)
+        ]
         self.assertTrue(rows)
         for T, causal, dense, speedup, ratio, _, _ in rows:
             T = int(T)
             self.assertEqual(speedup.strip(), f"{float(dense) / float(causal):.2f}×", f"T={T}")
-            self.assertEqual(ratio.strip(), f"{multiply_adds(T, False) / multiply_adds(T, True):.2f}", f"T={T}")
+            self.assertEqual(
+                ratio.strip(), f"{multiply_adds(T, False) / multiply_adds(T, True):.2f}", f"T={T}"
+            )
 
     def test_tokenizer_commands_print_what_the_readme_shows(self):
         readme = read("README.md")
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copy(os.path.join(HERE, "README.md"), tmp)
-            done = run_main(bpe.main, "train", "README.md", "--vocab-size", "300", "--out", "my-tokenizer.json",
-                            cwd=tmp)
-        self.assertTrue("```\n" + done.stdout + "```" in readme, f"README.md should show:\n{done.stdout}")
+            done = run_main(
+                bpe.main,
+                "train",
+                "README.md",
+                "--vocab-size",
+                "300",
+                "--out",
+                "my-tokenizer.json",
+                cwd=tmp,
+            )
+        self.assertTrue(
+            "```\n" + done.stdout + "```" in readme, f"README.md should show:\n{done.stdout}"
+        )
         done = run_main(bpe.main, "encode", "mia has a red ball.")
-        self.assertTrue('$ python3 bpe.py encode "mia has a red ball."\n' + done.stdout + "```" in readme,
-                        f"README.md should show:\n{done.stdout}")
+        self.assertTrue(
+            '$ python3 bpe.py encode "mia has a red ball."\n' + done.stdout + "```" in readme,
+            f"README.md should show:\n{done.stdout}",
+        )
 
     def test_first_screen_gives_the_two_commands(self):
         first_screen = "\n".join(read("README.md").splitlines()[:30])
@@ -179,15 +240,35 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertIn("```\npython3 -m unittest -v\n```", first_screen)
         self.assertIn("Python 3.10", first_screen)
 
+    def test_lab06_asks_for_predictions_first_and_folds_its_answers(self):
+        readme, lab = read("README.md"), json.loads(read("perturb-trace.json"))
+        section = readme[readme.index("## Lab 06") : readme.index("**Mask polarity.**")]
+        fold = section.index("<details>")
+        self.assertIn("Predict before you run", section[:fold])
+        self.assertIn("--grade tiny_attention.py", section[:fold])
+        self.assertTrue("</details>" in section[fold:])
+        for figure in lab_figures(lab):
+            self.assertTrue(flat(figure) in flat(section[fold:]), f"outside the fold:\n{figure}")
+            self.assertFalse(flat(figure) in flat(section[:fold]), f"before the fold:\n{figure}")
+
+    def test_readme_quotes_the_recorded_training_run(self):
+        readme, run = flat(read("README.md")), json.loads(read("training-run.json"))
+        for figure in training_figures(run):
+            self.assertTrue(
+                flat(figure) in readme, f"README.md should quote, from training-run.json:\n{figure}"
+            )
+
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")
-        table = readme[readme.index("### Where each idea lives"):readme.index("### How this")]
+        table = readme[readme.index("### Where each idea lives") : readme.index("### How this")]
         rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ")][1:]
         self.assertGreaterEqual(len(rows), 10)
         for idea, where, file in rows:
             module = importlib.import_module(file.strip().strip("`").removesuffix(".py"))
             for name in re.findall(r"`(\w+)`", where):
-                self.assertTrue(hasattr(module, name), f"{idea.strip()}: {file.strip()} has no {name}")
+                self.assertTrue(
+                    hasattr(module, name), f"{idea.strip()}: {file.strip()} has no {name}"
+                )
 
     def test_ci_runs_the_readme_test_command(self):
         self.assertIn("python3 -m unittest -v", read(os.path.join(".ci", "run")))
