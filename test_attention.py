@@ -16,8 +16,15 @@ import checks
 import recorded
 import trace_attention as ta
 import views
-from attention import (MASK_MODES, attention_backward, attention_forward, init_attention, matmul, shape,
-                       transpose)
+from attention import (
+    MASK_MODES,
+    attention_backward,
+    attention_forward,
+    init_attention,
+    matmul,
+    shape,
+    transpose,
+)
 from helpers_for_tests import MessageAssertions, run_in_copy, run_main
 from recorded import to_json, write_atomic
 
@@ -39,7 +46,9 @@ class LessonChecks(unittest.TestCase):
 
     def test_recorded_trace(self):
         with open(os.path.join(HERE, "attention-trace.json"), encoding="utf-8") as f:
-            self.assertEqual(f.read(), to_json(ta.trace()), "attention-trace.json is stale: run --write")
+            self.assertEqual(
+                f.read(), to_json(ta.trace()), "attention-trace.json is stale: run --write"
+            )
 
     def test_lesson_figures(self):
         """The numbers the lesson prints, as it prints them."""
@@ -55,7 +64,10 @@ class LessonChecks(unittest.TestCase):
         self.assertEqual(t["weights"][5], [0.1562, 0.1808, 0.1606, 0.1636, 0.1606, 0.1783])
         self.assertEqual(t["row_sums"], [1.0] * 6)
         self.assertEqual(t["gradient_check"], {"epsilon": 1e-06, "max_error_rounded": 0.0})
-        self.assertEqual(t["masks"]["causal"], {"rows_changed_by_the_edit": [4, 5], "weight_on_future_row_0": 0.0})
+        self.assertEqual(
+            t["masks"]["causal"],
+            {"rows_changed_by_the_edit": [4, 5], "weight_on_future_row_0": 0.0},
+        )
         self.assertEqual(t["masks"]["none"]["rows_changed_by_the_edit"], [0, 1, 2, 3, 4, 5])
         self.assertEqual(t["masks"]["none"]["weight_on_future_row_0"], 0.8379)
         self.assertEqual(t["masks"]["zero"]["rows_changed_by_the_edit"], [0, 1, 2, 3, 4, 5])
@@ -64,19 +76,30 @@ class LessonChecks(unittest.TestCase):
     def test_shapes(self):
         params, x, cache = lesson_run()
         T = len(x)
-        expected = {"q": (T, 2), "k": (T, 2), "v": (T, 2), "scores": (T, T), "weights": (T, T),
-                    "mixed": (T, 2), "out": (T, 4)}
+        expected = {
+            "q": (T, 2),
+            "k": (T, 2),
+            "v": (T, 2),
+            "scores": (T, T),
+            "weights": (T, T),
+            "mixed": (T, 2),
+            "out": (T, 4),
+        }
         for name, want in expected.items():
             self.assertEqual(shape(cache[name]), want, name)
-        self.assertEqual({name: shape(m) for name, m in params.items()},
-                         {"Wq": (4, 2), "Wk": (4, 2), "Wv": (4, 2), "Wo": (2, 4)})
+        self.assertEqual(
+            {name: shape(m) for name, m in params.items()},
+            {"Wq": (4, 2), "Wk": (4, 2), "Wv": (4, 2), "Wo": (2, 4)},
+        )
 
     def test_rows_sum_to_one_and_future_weights_are_zero(self):
         _, _, cache = lesson_run()
         for i, row in enumerate(cache["weights"]):
             self.assertAlmostEqual(fsum(row), 1.0, places=15, msg=f"row {i}")
-            self.assertEqual(row[i + 1:], [0.0] * (len(row) - i - 1), f"row {i} puts weight on the future")
-            self.assertEqual(cache["scores"][i][i + 1:], [-math.inf] * (len(row) - i - 1))
+            self.assertEqual(
+                row[i + 1 :], [0.0] * (len(row) - i - 1), f"row {i} puts weight on the future"
+            )
+            self.assertEqual(cache["scores"][i][i + 1 :], [-math.inf] * (len(row) - i - 1))
 
     def check_gradients(self, mask):
         params, x, cache = lesson_run(mask)
@@ -88,7 +111,9 @@ class LessonChecks(unittest.TestCase):
         for name in ("Wq", "Wk", "Wv", "Wo", "x"):
             for i, (row_a, row_n) in enumerate(zip(grads[name], numeric[name])):
                 for j, (a, n) in enumerate(zip(row_a, row_n)):
-                    self.assertLess(abs(a - n), GRAD_TOLERANCE, f"{mask}: d{name}[{i}][{j}] {a} vs numeric {n}")
+                    self.assertLess(
+                        abs(a - n), GRAD_TOLERANCE, f"{mask}: d{name}[{i}][{j}] {a} vs numeric {n}"
+                    )
 
     def test_gradients_match_finite_differences(self):
         """Every weight and every input value, causal mask."""
@@ -112,7 +137,9 @@ class LessonChecks(unittest.TestCase):
         for i in range(len(q)):
             for j in range(i + 1):
                 unscaled = fsum(a * b for a, b in zip(q[i], k[j]))
-                self.assertEqual(cache["scores"][i][j], unscaled * (1 / math.sqrt(2)), f"scores[{i}][{j}]")
+                self.assertEqual(
+                    cache["scores"][i][j], unscaled * (1 / math.sqrt(2)), f"scores[{i}][{j}]"
+                )
 
     def test_future_token_does_not_change_earlier_rows(self):
         params, x, cache = lesson_run()
@@ -120,7 +147,9 @@ class LessonChecks(unittest.TestCase):
             edited = [list(row) for row in x]
             edited[position] = [value + 0.5 for value in edited[position]]
             out = attention_forward(params, edited)["out"]
-            self.assertEqual(out[:position], cache["out"][:position], f"editing {position} moved an earlier row")
+            self.assertEqual(
+                out[:position], cache["out"][:position], f"editing {position} moved an earlier row"
+            )
             self.assertNotEqual(out[position], cache["out"][position])
 
     def test_no_mask_leaks_the_future(self):
@@ -144,6 +173,7 @@ class LessonChecks(unittest.TestCase):
 
     def test_init_attention_draws_in_the_lesson_order(self):
         import random
+
         rng = random.Random(3)
         draws = [round(rng.uniform(-0.5, 0.5), 2) for _ in range(3 * 2 * 1 + 1 * 2)]
         params = init_attention(2, 1, 3)
@@ -172,70 +202,154 @@ class BadInput(MessageAssertions, unittest.TestCase):
         self.assertMessage(ValueError, "empty sequence", attention_forward, self.params, [])
 
     def test_wrong_input_width(self):
-        self.assertMessage(ValueError, "must have 4 numbers, got 3", attention_forward, self.params, [[1.0, 2.0, 3.0]])
+        self.assertMessage(
+            ValueError,
+            "must have 4 numbers, got 3",
+            attention_forward,
+            self.params,
+            [[1.0, 2.0, 3.0]],
+        )
 
     def test_ragged_rows(self):
         ragged = [[0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3]]
-        self.assertMessage(ValueError, "each input row must have 4 numbers, got 3 in row 1",
-                           attention_forward, self.params, ragged)
+        self.assertMessage(
+            ValueError,
+            "each input row must have 4 numbers, got 3 in row 1",
+            attention_forward,
+            self.params,
+            ragged,
+        )
 
     def test_nan_in_x(self):
-        self.assertMessage(ValueError, "x[0][2] must be a finite number, got nan",
-                           attention_forward, self.params, [[0.1, 0.2, math.nan, 0.4]])
+        self.assertMessage(
+            ValueError,
+            "x[0][2] must be a finite number, got nan",
+            attention_forward,
+            self.params,
+            [[0.1, 0.2, math.nan, 0.4]],
+        )
 
     def test_infinity_in_x(self):
-        self.assertMessage(ValueError, "x[0][0] must be a finite number, got inf",
-                           attention_forward, self.params, [[math.inf, 0.2, 0.3, 0.4]])
+        self.assertMessage(
+            ValueError,
+            "x[0][0] must be a finite number, got inf",
+            attention_forward,
+            self.params,
+            [[math.inf, 0.2, 0.3, 0.4]],
+        )
 
     def test_non_number_in_x(self):
-        self.assertMessage(TypeError, "x[0][1] must be a number, got str '0.2'",
-                           attention_forward, self.params, [[0.1, "0.2", 0.3, 0.4]])
+        self.assertMessage(
+            TypeError,
+            "x[0][1] must be a number, got str '0.2'",
+            attention_forward,
+            self.params,
+            [[0.1, "0.2", 0.3, 0.4]],
+        )
 
     def test_x_not_a_list_of_rows(self):
-        self.assertMessage(TypeError, "x[0] must be a list of numbers, got float",
-                           attention_forward, self.params, [0.1, 0.2, 0.3, 0.4])
+        self.assertMessage(
+            TypeError,
+            "x[0] must be a list of numbers, got float",
+            attention_forward,
+            self.params,
+            [0.1, 0.2, 0.3, 0.4],
+        )
 
     def test_params_missing_a_matrix(self):
         params = dict(self.params)
         del params["Wv"]
-        self.assertMessage(ValueError, "params must have Wq, Wk, Wv and Wo, missing Wv",
-                           attention_forward, params, self.x)
+        self.assertMessage(
+            ValueError,
+            "params must have Wq, Wk, Wv and Wo, missing Wv",
+            attention_forward,
+            params,
+            self.x,
+        )
 
     def test_params_whose_shapes_do_not_fit(self):
         params = dict(self.params, Wo=[[0.1, 0.2, 0.3, 0.4]])
-        self.assertMessage(ValueError, "Wo must be (d_head, d_model) = (2, 4), got (1, 4)",
-                           attention_forward, params, self.x)
+        self.assertMessage(
+            ValueError,
+            "Wo must be (d_head, d_model) = (2, 4), got (1, 4)",
+            attention_forward,
+            params,
+            self.x,
+        )
         params = dict(self.params, Wk=[[0.1, 0.2, 0.3]] * 4)
-        self.assertMessage(ValueError, "Wk must be (d_model, d_head) = (4, 2) like Wq, got (4, 3)",
-                           attention_forward, params, self.x)
+        self.assertMessage(
+            ValueError,
+            "Wk must be (d_model, d_head) = (4, 2) like Wq, got (4, 3)",
+            attention_forward,
+            params,
+            self.x,
+        )
 
     def test_non_finite_weight(self):
         params = dict(self.params, Wq=[list(row) for row in self.params["Wq"]])
         params["Wq"][1][0] = math.nan
-        self.assertMessage(ValueError, "Wq[1][0] must be a finite number, got nan", attention_forward, params, self.x)
+        self.assertMessage(
+            ValueError,
+            "Wq[1][0] must be a finite number, got nan",
+            attention_forward,
+            params,
+            self.x,
+        )
 
     def test_d_out_of_the_wrong_shape(self):
-        self.assertMessage(ValueError, "each d_out row must have 4 numbers, got 2 in row 0",
-                           attention_backward, self.params, self.x, self.cache, [[1.0, 2.0]] * 6)
-        self.assertMessage(ValueError, "d_out must have one row per position (6, 4), got 5 rows",
-                           attention_backward, self.params, self.x, self.cache, [[1.0] * 4] * 5)
+        self.assertMessage(
+            ValueError,
+            "each d_out row must have 4 numbers, got 2 in row 0",
+            attention_backward,
+            self.params,
+            self.x,
+            self.cache,
+            [[1.0, 2.0]] * 6,
+        )
+        self.assertMessage(
+            ValueError,
+            "d_out must have one row per position (6, 4), got 5 rows",
+            attention_backward,
+            self.params,
+            self.x,
+            self.cache,
+            [[1.0] * 4] * 5,
+        )
 
     def test_d_out_not_finite(self):
         d_out = [[1.0] * 4 for _ in range(6)]
         d_out[3][3] = -math.inf
-        self.assertMessage(ValueError, "d_out[3][3] must be a finite number, got -inf",
-                           attention_backward, self.params, self.x, self.cache, d_out)
+        self.assertMessage(
+            ValueError,
+            "d_out[3][3] must be a finite number, got -inf",
+            attention_backward,
+            self.params,
+            self.x,
+            self.cache,
+            d_out,
+        )
 
     def test_cache_from_another_call(self):
-        self.assertMessage(ValueError, "cache must be the dict attention_forward returned",
-                           attention_backward, self.params, self.x, {"out": []}, ta.readout(6))
+        self.assertMessage(
+            ValueError,
+            "cache must be the dict attention_forward returned",
+            attention_backward,
+            self.params,
+            self.x,
+            {"out": []},
+            ta.readout(6),
+        )
 
     def test_matmul_names_both_shapes(self):
-        self.assertMessage(ValueError, "(2, 3)·(2, 2)", matmul, [[1, 2, 3], [4, 5, 6]], [[1, 2], [3, 4]])
+        self.assertMessage(
+            ValueError, "(2, 3)·(2, 2)", matmul, [[1, 2, 3], [4, 5, 6]], [[1, 2], [3, 4]]
+        )
 
     def test_init_attention_rejects_a_bad_size(self):
         self.assertMessage(ValueError, "d_head must be at least 1, got 0", init_attention, 4, 0, 1)
-        self.assertMessage(TypeError, "d_model must be an int, got float 4.0", init_attention, 4.0, 2, 1)
+        self.assertMessage(
+            TypeError, "d_model must be an int, got float 4.0", init_attention, 4.0, 2, 1
+        )
 
 
 class CommandLine(MessageAssertions, unittest.TestCase):
@@ -248,8 +362,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 shutil.copy(os.path.join(HERE, name), tmp)
             if prepare:
                 prepare(tmp)
-            with mock.patch.object(ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")), \
-                    mock.patch.object(ta, "TOKENIZER_PATH", os.path.join(tmp, "tokenizer.json")):
+            with mock.patch.object(
+                ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")
+            ), mock.patch.object(ta, "TOKENIZER_PATH", os.path.join(tmp, "tokenizer.json")):
                 return run_main(ta.main, *args)
 
     def test_check_passes_on_the_recorded_file_as_a_script(self):
@@ -257,7 +372,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_missing_tokenizer_is_one_line_from_the_script(self):
-        done = run_in_copy("trace_attention.py", prepare=lambda tmp: os.remove(os.path.join(tmp, "tokenizer.json")))
+        done = run_in_copy(
+            "trace_attention.py", prepare=lambda tmp: os.remove(os.path.join(tmp, "tokenizer.json"))
+        )
         self.assertOneLineError(done, "tokenizer.json")
 
     def test_check_fails_on_a_changed_file(self):
@@ -267,20 +384,30 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 text = f.read()
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace("0.5164", "0.5165"))
-        self.assertOneLineError(self.run_with_files("--check", prepare=tamper), "differs from a fresh run")
+
+        self.assertOneLineError(
+            self.run_with_files("--check", prepare=tamper), "differs from a fresh run"
+        )
 
     def test_check_fails_on_a_missing_file(self):
-        done = self.run_with_files("--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json")))
+        done = self.run_with_files(
+            "--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json"))
+        )
         self.assertOneLineError(done, "attention-trace.json")
 
     def test_corrupt_tokenizer_is_one_line(self):
         def corrupt(tmp):
             with open(os.path.join(tmp, "tokenizer.json"), "w", encoding="utf-8") as f:
                 f.write('{"version": 1, "alphabet": ["a"')
-        self.assertOneLineError(self.run_with_files(prepare=corrupt), "tokenizer.json is not valid JSON")
+
+        self.assertOneLineError(
+            self.run_with_files(prepare=corrupt), "tokenizer.json is not valid JSON"
+        )
 
     def test_write_then_check(self):
-        done = self.run_with_files("--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json")))
+        done = self.run_with_files(
+            "--check", prepare=lambda tmp: os.remove(os.path.join(tmp, "attention-trace.json"))
+        )
         self.assertNotEqual(done.returncode, 0)
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copy(os.path.join(HERE, "tokenizer.json"), tmp)

@@ -11,8 +11,16 @@ from unittest import mock
 
 import make_tokenizer
 from bench_bpe import corpus
-from bpe import (Tokenizer, word_counts, chunks, encode_chunk, encode_chunk_plain, merge_pair,
-                 train, train_plain)
+from bpe import (
+    Tokenizer,
+    word_counts,
+    chunks,
+    encode_chunk,
+    encode_chunk_plain,
+    merge_pair,
+    train,
+    train_plain,
+)
 import bpe
 from helpers_for_tests import MessageAssertions, run_in_copy, run_main
 
@@ -29,9 +37,13 @@ class LessonTokenizer(unittest.TestCase):
 
     def test_lesson_ids_for_both_sentences(self):
         tok = load_lesson()
-        self.assertEqual(tok.tokens("mia has a red ball."), ["mia", " has", " a", " red", " ball", "."])
+        self.assertEqual(
+            tok.tokens("mia has a red ball."), ["mia", " has", " a", " red", " ball", "."]
+        )
         self.assertEqual(tok.encode("mia has a red ball."), [58, 36, 33, 89, 85, 4])
-        self.assertEqual(tok.tokens("mia has a red hat."), ["mia", " has", " a", " red", " hat", "."])
+        self.assertEqual(
+            tok.tokens("mia has a red hat."), ["mia", " has", " a", " red", " hat", "."]
+        )
 
     def test_alphabet_is_the_lessons_32_characters_in_code_point_order(self):
         tok = load_lesson()
@@ -61,7 +73,9 @@ class LessonTokenizer(unittest.TestCase):
         rng = random.Random(SEED)
         for case in range(300):
             text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 40)))
-            self.assertEqual(tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}")
+            self.assertEqual(
+                tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}"
+            )
 
     def test_save_and_load_give_the_same_encoder(self):
         tok = load_lesson()
@@ -77,7 +91,9 @@ class LessonTokenizer(unittest.TestCase):
 class Helpers(unittest.TestCase):
 
     def test_chunks_never_join_across_words_or_punctuation(self):
-        self.assertEqual(chunks("mia has  a ball.\n"), ["mia", " has", " ", " a", " ball", ".", "\n"])
+        self.assertEqual(
+            chunks("mia has  a ball.\n"), ["mia", " has", " ", " a", " ball", ".", "\n"]
+        )
         self.assertEqual(chunks(""), [])
 
     def test_merge_pair(self):
@@ -93,20 +109,35 @@ class Helpers(unittest.TestCase):
 class TokenizerErrors(MessageAssertions, unittest.TestCase):
 
     def test_character_outside_the_alphabet(self):
-        self.assertMessage(ValueError, "character 'M' at position 0 is not in the tokenizer's alphabet",
-                           load_lesson().encode, "Mia")
+        self.assertMessage(
+            ValueError,
+            "character 'M' at position 0 is not in the tokenizer's alphabet",
+            load_lesson().encode,
+            "Mia",
+        )
 
     def test_non_string(self):
         self.assertMessage(TypeError, "text must be a str, got bytes", load_lesson().encode, b"mia")
 
     def test_unknown_id(self):
-        self.assertMessage(ValueError, "id 90 at position 1 is not in the vocabulary (ids 0 to 89)",
-                           load_lesson().decode, [58, 90])
-        self.assertMessage(TypeError, "id at position 0 must be an int, got str", load_lesson().decode, ["58"])
+        self.assertMessage(
+            ValueError,
+            "id 90 at position 1 is not in the vocabulary (ids 0 to 89)",
+            load_lesson().decode,
+            [58, 90],
+        )
+        self.assertMessage(
+            TypeError, "id at position 0 must be an int, got str", load_lesson().decode, ["58"]
+        )
 
     def test_merge_of_a_token_that_does_not_exist_yet(self):
-        self.assertMessage(ValueError, "merge 0 ['m', 'ia'] uses 'ia', which is not a token yet",
-                           Tokenizer, ["a", "i", "m"], [("m", "ia"), ("i", "a")])
+        self.assertMessage(
+            ValueError,
+            "merge 0 ['m', 'ia'] uses 'ia', which is not a token yet",
+            Tokenizer,
+            ["a", "i", "m"],
+            [("m", "ia"), ("i", "a")],
+        )
 
     def write(self, tmp, text):
         path = os.path.join(tmp, "broken.json")
@@ -118,19 +149,39 @@ class TokenizerErrors(MessageAssertions, unittest.TestCase):
         cases = {
             '{"version": 1, "alphabet": ["a"': "broken.json is not valid JSON",
             '[1, 2]': "broken.json must hold a JSON object, got list",
-            '{"version": 2, "alphabet": [], "merges": []}': "broken.json must have \"version\": 1 (an integer), got 2",
-            '{"version": true, "alphabet": [], "merges": []}': "must have \"version\": 1 (an integer), got True",
-            '{"version": 1.0, "alphabet": [], "merges": []}': "must have \"version\": 1 (an integer), got 1.0",
-            '{"version": 1, "alphabet": ["a", "b"], "merges": ["ab"]}': "broken.json: merge 0 must be a list of two token strings, got 'ab'",
-            '{"version": 1, "alphabet": ["a", "b"], "merges": {"a": "b"}}': "broken.json must have a list under 'merges', got dict",
-            '{"version": 1, "alphabet": ["a", "a"], "merges": []}': "broken.json: alphabet characters must be distinct, got 'a' twice",
-            '{"version": 1, "alphabet": [1], "merges": []}': "broken.json: alphabet entry 0 must be a single character, got 1",
+            '{"version": 2, "alphabet": [], "merges": []}': (
+                "broken.json must have \"version\": 1 (an integer), got 2"
+            ),
+            '{"version": true, "alphabet": [], "merges": []}': (
+                "must have \"version\": 1 (an integer), got True"
+            ),
+            '{"version": 1.0, "alphabet": [], "merges": []}': (
+                "must have \"version\": 1 (an integer), got 1.0"
+            ),
+            '{"version": 1, "alphabet": ["a", "b"], "merges": ["ab"]}': (
+                "broken.json: merge 0 must be a list of two token strings, got 'ab'"
+            ),
+            '{"version": 1, "alphabet": ["a", "b"], "merges": {"a": "b"}}': (
+                "broken.json must have a list under 'merges', got dict"
+            ),
+            '{"version": 1, "alphabet": ["a", "a"], "merges": []}': (
+                "broken.json: alphabet characters must be distinct, got 'a' twice"
+            ),
+            '{"version": 1, "alphabet": [1], "merges": []}': (
+                "broken.json: alphabet entry 0 must be a single character, got 1"
+            ),
             '{"version": 1' + ", \"n\": " + "9" * 5000 + "}": "broken.json is not valid JSON",
             "[" * 100000: "broken.json is nested too deeply to be a tokenizer",
             '{"version": 1, "alphabet": ["a", "b"]}': "broken.json must have a list under 'merges'",
-            '{"version": 1, "alphabet": ["ab"], "merges": []}': "broken.json: alphabet entry 0 must be a single",
-            '{"version": 1, "alphabet": ["a"], "merges": [["a", "b"]]}': "broken.json: merge 0 ['a', 'b'] uses 'b'",
-            '{"version": 1, "alphabet": ["a"], "merges": [["a"]]}': "broken.json: merge 0 must be a pair",
+            '{"version": 1, "alphabet": ["ab"], "merges": []}': (
+                "broken.json: alphabet entry 0 must be a single"
+            ),
+            '{"version": 1, "alphabet": ["a"], "merges": [["a", "b"]]}': (
+                "broken.json: merge 0 ['a', 'b'] uses 'b'"
+            ),
+            '{"version": 1, "alphabet": ["a"], "merges": [["a"]]}': (
+                "broken.json: merge 0 must be a pair"
+            ),
         }
         with tempfile.TemporaryDirectory() as tmp:
             for text, fragment in cases.items():
@@ -182,25 +233,34 @@ class Training(unittest.TestCase):
             text = "".join(rng.choice("ab c.\n") for _ in range(rng.randint(1, 200)))
             vocab_size = rng.randint(6, 40)
             with self.subTest(f"seed {SEED}, case {case}: {text!r}, vocab_size {vocab_size}"):
-                self.assertEqual(train(text, vocab_size).merges, train_plain(text, vocab_size).merges)
+                self.assertEqual(
+                    train(text, vocab_size).merges, train_plain(text, vocab_size).merges
+                )
 
     def test_fast_and_plain_trainers_learn_the_same_merges_on_corpora_of_several_kinds(self):
         """Ties included: tiny alphabets make many pairs equally frequent."""
         rng = random.Random(SEED)
         kinds = {
-            "pseudo-English": lambda: corpus(rng.randint(200, 3000), seed=rng.randint(0, 10 ** 6)),
+            "pseudo-English": lambda: corpus(rng.randint(200, 3000), seed=rng.randint(0, 10**6)),
             "two letters": lambda: "".join(rng.choice("ab ") for _ in range(rng.randint(1, 400))),
             "one letter": lambda: "a" * rng.randint(1, 50) + " " + "a" * rng.randint(1, 50),
-            "punctuation and newlines": lambda: "".join(rng.choice("ab.,!?\n\r ")
-                                                        for _ in range(rng.randint(1, 300))),
-            "beyond ASCII": lambda: "".join(rng.choice("aé ½ß.Ωz") for _ in range(rng.randint(1, 300))),
+            "punctuation and newlines": lambda: "".join(
+                rng.choice("ab.,!?\n\r ") for _ in range(rng.randint(1, 300))
+            ),
+            "beyond ASCII": lambda: "".join(
+                rng.choice("aé ½ß.Ωz") for _ in range(rng.randint(1, 300))
+            ),
         }
         for kind, make in kinds.items():
             for case in range(8):
                 text, vocab_size = make(), rng.randint(4, 120)
                 vocab_size = max(vocab_size, len(set(text)))
-                with self.subTest(f"seed {SEED}, {kind} case {case}: vocab_size {vocab_size}, {text[:40]!r}"):
-                    self.assertEqual(train(text, vocab_size).merges, train_plain(text, vocab_size).merges)
+                with self.subTest(
+                    f"seed {SEED}, {kind} case {case}: vocab_size {vocab_size}, {text[:40]!r}"
+                ):
+                    self.assertEqual(
+                        train(text, vocab_size).merges, train_plain(text, vocab_size).merges
+                    )
 
     def test_word_counts_cut_as_chunks_does(self):
         rng = random.Random(SEED)
@@ -214,7 +274,9 @@ class Training(unittest.TestCase):
         rng = random.Random(SEED)
         for case in range(200):
             text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 60)))
-            self.assertEqual(tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}")
+            self.assertEqual(
+                tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}"
+            )
 
     def test_a_trained_tokenizer_saves_and_loads_as_the_same_encoder(self):
         text, tok = self.text, self.trained
@@ -227,7 +289,11 @@ class Training(unittest.TestCase):
 
     def test_training_errors(self):
         cases = [
-            (ValueError, "vocab_size must be at least the text's 3 distinct characters, got 2", ("ab ", 2)),
+            (
+                ValueError,
+                "vocab_size must be at least the text's 3 distinct characters, got 2",
+                ("ab ", 2),
+            ),
             (ValueError, "cannot train on an empty text", ("", 10)),
             (TypeError, "text must be a str, got bytes", (b"abc", 10)),
             (TypeError, "vocab_size must be an int, got str '300'", ("abc", "300")),
@@ -246,8 +312,9 @@ class Encoding(unittest.TestCase):
         tok = train(corpus(20_000) + " aaaa" * 50 + " abab" * 50, 300)
         rng = random.Random(SEED)
         for case in range(300):
-            chunk = "".join(rng.choice(tok.alphabet[-12:] + ["a", "a", "b"])
-                            for _ in range(rng.randint(1, 40)))
+            chunk = "".join(
+                rng.choice(tok.alphabet[-12:] + ["a", "a", "b"]) for _ in range(rng.randint(1, 40))
+            )
             ids = [tok.ids[ch] for ch in chunk]
             with self.subTest(f"seed {SEED}, case {case}: {chunk!r}"):
                 self.assertEqual(encode_chunk(ids, tok.ranks), encode_chunk_plain(ids, tok.ranks))
@@ -266,6 +333,7 @@ class Encoding(unittest.TestCase):
             def get(self, key, default=None):
                 CountingRanks.lookups += 1
                 return super().get(key, default)
+
         ids = encode_chunk([tok.ids[ch] for ch in word], CountingRanks(tok.ranks))
         self.assertEqual(tok.decode(ids), word)
         self.assertLess(len(ids), len(word) * 3 // 4, "the word should merge a lot")
@@ -274,16 +342,21 @@ class Encoding(unittest.TestCase):
     def test_the_chunk_cache_is_bounded(self):
         tok = load_lesson()
         rng = random.Random(SEED)
-        words = [" " + "".join(rng.choice("abcdefgh") for _ in range(12))
-                 for _ in range(bpe.CHUNK_CACHE_SIZE + 1000)]
+        words = [
+            " " + "".join(rng.choice("abcdefgh") for _ in range(12))
+            for _ in range(bpe.CHUNK_CACHE_SIZE + 1000)
+        ]
         tok.encode("".join(words))
         self.assertEqual(tok._encode_chunk.cache_info().currsize, bpe.CHUNK_CACHE_SIZE)
 
     def test_the_alphabet_error_lists_the_allowed_characters(self):
         with self.assertRaises(ValueError) as caught:
             load_lesson().encode("mia\r\n")
-        self.assertIn("character '\\r' at position 3 is not in the tokenizer's alphabet "
-                      "'\\n !,.?abcdefghijklmnopqrstuvwxyz'", str(caught.exception))
+        self.assertIn(
+            "character '\\r' at position 3 is not in the tokenizer's alphabet "
+            "'\\n !,.?abcdefghijklmnopqrstuvwxyz'",
+            str(caught.exception),
+        )
 
 
 class CommandLine(unittest.TestCase):
@@ -291,8 +364,10 @@ class CommandLine(unittest.TestCase):
     def test_encode_prints_the_lesson_tokens_and_ids(self):
         done = run_in_copy("bpe.py", "encode", "mia has a red ball.")  # once as a script
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual(done.stdout.splitlines(),
-                         ['58\t"mia"', '36\t" has"', '33\t" a"', '89\t" red"', '85\t" ball"', '4\t"."'])
+        self.assertEqual(
+            done.stdout.splitlines(),
+            ['58\t"mia"', '36\t" has"', '33\t" a"', '89\t" red"', '85\t" ball"', '4\t"."'],
+        )
 
     def test_decode(self):
         done = run_main(bpe.main, "decode", "58", "36", "33", "89", "85", "4")
@@ -306,17 +381,22 @@ class CommandLine(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             path = os.path.join(out, "mine.json")
             write_text(out)
-            done = run_main(bpe.main, "train", "text.txt", "--vocab-size", "7", "--out", path, cwd=out)
+            done = run_main(
+                bpe.main, "train", "text.txt", "--vocab-size", "7", "--out", path, cwd=out
+            )
             self.assertEqual(done.returncode, 0, done.stderr)
-            self.assertEqual(Tokenizer.load(path).merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")])
+            self.assertEqual(
+                Tokenizer.load(path).merges, [(" ", "a"), (" a", "b"), (" ", "b"), ("a", "a")]
+            )
 
     def test_train_reads_carriage_returns_as_they_are(self):
         """The file's CRLF reaches train unchanged, as bpe.train on the same text sees it."""
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "crlf.txt"), "w", encoding="utf-8", newline="") as f:
                 f.write("ab ab\r\nab\r\n")
-            done = run_main(bpe.main, "train", "crlf.txt", "--vocab-size", "8", "--out", "crlf.json",
-                            cwd=tmp)
+            done = run_main(
+                bpe.main, "train", "crlf.txt", "--vocab-size", "8", "--out", "crlf.json", cwd=tmp
+            )
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn("\r", Tokenizer.load(os.path.join(tmp, "crlf.json")).alphabet)
         self.assertEqual(train("ab ab\r\nab\r\n", 8).alphabet, ["\n", "\r", " ", "a", "b"])
@@ -325,14 +405,23 @@ class CommandLine(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, mock.patch.object(bpe, "PROGRESS_ABOVE", 5_000):
             with open(os.path.join(tmp, "long.txt"), "w", encoding="utf-8") as f:
                 f.write(corpus(5_001))
-            done = run_main(bpe.main, "train", "long.txt", "--vocab-size", "100", "--out", "long.json", cwd=tmp)
+            done = run_main(
+                bpe.main, "train", "long.txt", "--vocab-size", "100", "--out", "long.json", cwd=tmp
+            )
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual(done.stderr.splitlines(), ["training: 50/100 tokens", "training: 100/100 tokens"])
+        self.assertEqual(
+            done.stderr.splitlines(), ["training: 50/100 tokens", "training: 100/100 tokens"]
+        )
 
     def test_errors_are_one_line(self):
-        for args, fragment in ((("encode", "Mia"), "character 'M' at position 0"),
-                               (("decode", "90"), "id 90 at position 0 is not in the vocabulary"),
-                               (("train", "missing.txt", "--vocab-size", "9", "--out", "x.json"), "cannot read missing.txt")):
+        for args, fragment in (
+            (("encode", "Mia"), "character 'M' at position 0"),
+            (("decode", "90"), "id 90 at position 0 is not in the vocabulary"),
+            (
+                ("train", "missing.txt", "--vocab-size", "9", "--out", "x.json"),
+                "cannot read missing.txt",
+            ),
+        ):
             with self.subTest(args=args):
                 done = run_main(bpe.main, *args)
                 self.assertNotEqual(done.returncode, 0)

@@ -36,11 +36,15 @@ class Lab06(unittest.TestCase):
             for n, (a, e) in enumerate(zip(actual, expected)):
                 self.assertWithinTolerance(a, e, f"{what}[{n}]")
         else:
-            self.assertLess(abs(F(actual) - F(expected)), TOLERANCE, f"{what}: {actual} != {expected}")
+            self.assertLess(
+                abs(F(actual) - F(expected)), TOLERANCE, f"{what}: {actual} != {expected}"
+            )
 
     def test_recorded_trace(self):
         with open(os.path.join(HERE, "perturb-trace.json"), encoding="utf-8") as f:
-            self.assertEqual(f.read(), to_json(rounded(lab.lab(), lab.DIGITS)), "perturb-trace.json is stale")
+            self.assertEqual(
+                f.read(), to_json(rounded(lab.lab(), lab.DIGITS)), "perturb-trace.json is stale"
+            )
 
     def test_baseline_weights_and_output(self):
         """Row 0 sees only itself: [1]. Row 1: exp [0, ln 2] = [1, 2], denominator 3: [1/3, 2/3].
@@ -48,19 +52,29 @@ class Lab06(unittest.TestCase):
         Z = A·V: z₁ = [2, 0]; z₂ = 1/3·[2, 0] + 2/3·[0, 4] = [2/3, 8/3];
         z₃ = 1/4·[2, 0] + 1/4·[0, 4] + 1/2·[2, 4] = [3/2, 3]."""
         base = self.lab["baseline"]
-        self.assertWithinTolerance(base["weights"], [[1, 0, 0], [F(1, 3), F(2, 3), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
+        self.assertWithinTolerance(
+            base["weights"], [[1, 0, 0], [F(1, 3), F(2, 3), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A"
+        )
         self.assertWithinTolerance(base["output"], [[2, 0], [F(2, 3), F(8, 3)], [F(3, 2), 3]], "Z")
         self.assertEqual(base["masked_scores"][0][1:], [-math.inf, -math.inf])
-        self.assertWithinTolerance(base["scores"][0][2], math.log(2), "row 0's unmasked score for source 2 (ln 2)")
+        self.assertWithinTolerance(
+            base["scores"][0][2], math.log(2), "row 0's unmasked score for source 2 (ln 2)"
+        )
 
     def test_buggy_post_softmax(self):
         """Softmax over all three sources first. Row 0: exp [ln 2, 0, ln 2] = [2, 1, 2] over 5 -> keep 2/5.
         Row 1: exp [0, ln 2, ln 2] = [1, 2, 2] over 5 -> keep [1/5, 2/5]. Row 2 sees everything: [1/4, 1/4, 1/2].
         Row sums 2/5, 3/5, 1. Z: [4/5, 0]; 1/5·[2, 0] + 2/5·[0, 4] = [2/5, 8/5]; [3/2, 3]."""
         bug = self.lab["buggy_post_softmax"]
-        self.assertWithinTolerance(bug["weights"], [[F(2, 5), 0, 0], [F(1, 5), F(2, 5), 0], [F(1, 4), F(1, 4), F(1, 2)]], "A")
+        self.assertWithinTolerance(
+            bug["weights"],
+            [[F(2, 5), 0, 0], [F(1, 5), F(2, 5), 0], [F(1, 4), F(1, 4), F(1, 2)]],
+            "A",
+        )
         self.assertWithinTolerance(bug["row_sums"], [F(2, 5), F(3, 5), 1], "row sums")
-        self.assertWithinTolerance(bug["output"], [[F(4, 5), 0], [F(2, 5), F(8, 5)], [F(3, 2), 3]], "Z")
+        self.assertWithinTolerance(
+            bug["output"], [[F(4, 5), 0], [F(2, 5), F(8, 5)], [F(3, 2), 3]], "Z"
+        )
 
     def test_value_ablation(self):
         """v₂ := 0. Scores do not involve V, so A is unchanged (no row). z₂ = 1/3·[2, 0] = [2/3, 0] and
@@ -87,7 +101,8 @@ class Lab06(unittest.TestCase):
 
     def test_future_key_perturbation(self):
         """k₃ := 2·k₃: only row 2 may read source 2, its score becomes 4 ln 2, exp [2, 2, 16] over 20:
-        [1/10, 1/10, 4/5]. z₃ = [1/5 + 8/5, 2/5 + 16/5] = [9/5, 18/5]. Rows 0 and 1 cannot change."""
+        [1/10, 1/10, 4/5]. z₃ = [1/5 + 8/5, 2/5 + 16/5] = [9/5, 18/5]. Rows 0 and 1 cannot change.
+        """
         run = self.lab["interventions"]["future_key_perturbation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
         self.assertWithinTolerance(run["weights"][2], [F(1, 10), F(1, 10), F(4, 5)], "new a₃")
@@ -95,9 +110,12 @@ class Lab06(unittest.TestCase):
 
     def test_buggy_procedure_leaks_the_doubled_future_key(self):
         """In the bug, row 0's denominator holds exp(q₁·2k₃/√2) = exp(2 ln 2) = 4: [2, 1, 4] over 7, keep 2/7,
-        so z₁ = [4/7, 0] instead of [4/5, 0]. Row 1: [1, 2, 4] over 7, z₂ = 1/7·[2, 0] + 2/7·[0, 4] = [2/7, 8/7]."""
+        so z₁ = [4/7, 0] instead of [4/5, 0]. Row 1: [1, 2, 4] over 7, z₂ = 1/7·[2, 0] + 2/7·[0, 4] = [2/7, 8/7].
+        """
         buggy = self.lab["interventions"]["future_key_perturbation"]["buggy_output"]
-        self.assertWithinTolerance(buggy, [[F(4, 7), 0], [F(2, 7), F(8, 7)], [F(9, 5), F(18, 5)]], "buggy Z")
+        self.assertWithinTolerance(
+            buggy, [[F(4, 7), 0], [F(2, 7), F(8, 7)], [F(9, 5), F(18, 5)]], "buggy Z"
+        )
         self.assertNotEqual(buggy[0], self.lab["buggy_post_softmax"]["output"][0])
 
     def test_shared_value_shift(self):
@@ -105,8 +123,12 @@ class Lab06(unittest.TestCase):
         [[3, −2], [5/3, 2/3], [5/2, 1]]. The bug's rows sum to 2/5, 3/5, 1: [4/5, 0] + 2/5·s = [6/5, −4/5],
         [2/5, 8/5] + 3/5·s = [1, 2/5], [3/2, 3] + s = [5/2, 1]."""
         shift = self.lab["checks"]["shared_value_shift"]
-        self.assertWithinTolerance(shift["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]], "shifted Z")
-        self.assertWithinTolerance(shift["buggy_output"], [[F(6, 5), F(-4, 5)], [1, F(2, 5)], [F(5, 2), 1]], "buggy")
+        self.assertWithinTolerance(
+            shift["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]], "shifted Z"
+        )
+        self.assertWithinTolerance(
+            shift["buggy_output"], [[F(6, 5), F(-4, 5)], [1, F(2, 5)], [F(5, 2), 1]], "buggy"
+        )
 
     def test_equal_mixtures_from_different_maps(self):
         """[1/4, 1/4, 1/2] and [3/8, 1/8, 1/2] over values [2, 0], [2, 0], [4, 0]: both 1/2·2 + 1/2·4 = 3.
@@ -121,7 +143,9 @@ class Lab06(unittest.TestCase):
         by 1000 is a different operation: it sharpens the row toward its maximum."""
         offset = self.lab["checks"]["score_offset"]
         self.assertLess(offset["max_difference"], 1e-12)
-        self.assertWithinTolerance(offset["offset_weights"], self.lab["baseline"]["weights"], "offset weights")
+        self.assertWithinTolerance(
+            offset["offset_weights"], self.lab["baseline"]["weights"], "offset weights"
+        )
         row = self.lab["baseline"]["masked_scores"][2]
         self.assertGreater(masked_softmax([1000 * s for s in row], [True] * 3)[2], 1 - 1e-12)
 
@@ -144,7 +168,10 @@ class CommandLine(unittest.TestCase):
         def missing(tmp):
             os.remove(os.path.join(tmp, "perturb-trace.json"))
 
-        for prepare, fragment in ((stale, "differs from a fresh run"), (missing, "cannot read perturb-trace.json")):
+        for prepare, fragment in (
+            (stale, "differs from a fresh run"),
+            (missing, "cannot read perturb-trace.json"),
+        ):
             with self.subTest(fragment=fragment), tempfile.TemporaryDirectory() as tmp:
                 shutil.copy(os.path.join(HERE, "perturb-trace.json"), tmp)
                 prepare(tmp)
@@ -163,38 +190,56 @@ class CoreRejects(unittest.TestCase):
 
     def assertRejects(self, fragment, q=None, k=None, v=None, allowed=None):
         with self.assertRaises(ValueError) as caught:
-            attend(self.q if q is None else q, self.k if k is None else k, self.v if v is None else v,
-                   self.allowed if allowed is None else allowed)
+            attend(
+                self.q if q is None else q,
+                self.k if k is None else k,
+                self.v if v is None else v,
+                self.allowed if allowed is None else allowed,
+            )
         self.assertIn(fragment, str(caught.exception))
 
     def test_ragged_matrix(self):
-        self.assertRejects("each q row must have 2 numbers, got 1 in row 1", q=[[1.0, 0.0], [1.0], [1.0, 1.0]])
+        self.assertRejects(
+            "each q row must have 2 numbers, got 1 in row 1", q=[[1.0, 0.0], [1.0], [1.0, 1.0]]
+        )
 
     def test_empty_matrix(self):
         self.assertRejects("k is an empty sequence", k=[])
 
     def test_query_and_key_widths_differ(self):
-        self.assertRejects("query and key widths must match: q is (3, 2), k is (3, 3)", k=[[1.0, 0.0, 0.0]] * 3)
+        self.assertRejects(
+            "query and key widths must match: q is (3, 2), k is (3, 3)", k=[[1.0, 0.0, 0.0]] * 3
+        )
 
     def test_key_and_value_counts_differ(self):
-        self.assertRejects("keys and values must be as many: k has 3 rows, v has 2", v=[[1.0, 0.0]] * 2)
+        self.assertRejects(
+            "keys and values must be as many: k has 3 rows, v has 2", v=[[1.0, 0.0]] * 2
+        )
 
     def test_mask_of_the_wrong_size(self):
-        self.assertRejects("allowed must be a (3, 3) matrix of bools", allowed=[[True, False], [True, True]])
+        self.assertRejects(
+            "allowed must be a (3, 3) matrix of bools", allowed=[[True, False], [True, True]]
+        )
 
     def test_mask_entry_not_a_bool(self):
-        self.assertRejects("allowed[1][0] must be True or False, got int 1",
-                           allowed=[[True, False, False], [1, True, False], [True, True, True]])
+        self.assertRejects(
+            "allowed[1][0] must be True or False, got int 1",
+            allowed=[[True, False, False], [1, True, False], [True, True, True]],
+        )
 
     def test_row_with_every_source_blocked(self):
-        self.assertRejects("query 1 may attend to no source: allowed[1] is all False",
-                           allowed=[[True, False, False], [False, False, False], [True, True, True]])
+        self.assertRejects(
+            "query 1 may attend to no source: allowed[1] is all False",
+            allowed=[[True, False, False], [False, False, False], [True, True, True]],
+        )
 
     def test_non_finite_query_key_or_value(self):
         for name in ("q", "k", "v"):
             matrix = [[1.0, 0.0], [0.0, 1.0], [1.0, math.nan]]
             with self.subTest(name=name):
-                self.assertRejects(f"{name}[2][1] must be a finite number, got nan", **{name: matrix})
+                self.assertRejects(
+                    f"{name}[2][1] must be a finite number, got nan", **{name: matrix}
+                )
 
     def test_score_that_overflows(self):
         big = [[1e200, 1e200]] * 3

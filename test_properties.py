@@ -12,14 +12,21 @@ import random
 import unittest
 from math import fsum
 
-from attention import MASK_MODES, attend, attention_backward, attention_forward, causal_mask, masked_softmax
+from attention import (
+    MASK_MODES,
+    attend,
+    attention_backward,
+    attention_forward,
+    causal_mask,
+    masked_softmax,
+)
 from reference import dense_reference
 from trace_attention import central_differences
 
 SEED = 20261129
 CASES = 200
-GRAD_EVERY = 14         # the finite-difference check runs on every 14th case: 15 cases, 5 in each mode
-GRAD_RELATIVE = 1e-6    # |analytic − numeric| ≤ 1e-6 · max(1, |analytic|)
+GRAD_EVERY = 14  # the finite-difference check runs on every 14th case: 15 cases, 5 in each mode
+GRAD_RELATIVE = 1e-6  # |analytic − numeric| ≤ 1e-6 · max(1, |analytic|)
 
 
 def random_matrix(rng, rows, cols, scale=1.0):
@@ -32,16 +39,32 @@ def random_cases():
     for case in range(CASES):
         T, d_model, d_head = rng.randint(1, 16), rng.randint(1, 8), rng.randint(1, 4)
         mask = MASK_MODES[case % 3]
-        params = {"Wq": random_matrix(rng, d_model, d_head), "Wk": random_matrix(rng, d_model, d_head),
-                  "Wv": random_matrix(rng, d_model, d_head), "Wo": random_matrix(rng, d_head, d_model)}
-        yield case, T, d_model, d_head, mask, params, random_matrix(rng, T, d_model), random_matrix(rng, T, d_model)
+        params = {
+            "Wq": random_matrix(rng, d_model, d_head),
+            "Wk": random_matrix(rng, d_model, d_head),
+            "Wv": random_matrix(rng, d_model, d_head),
+            "Wo": random_matrix(rng, d_head, d_model),
+        }
+        yield (
+            case,
+            T,
+            d_model,
+            d_head,
+            mask,
+            params,
+            random_matrix(rng, T, d_model),
+            random_matrix(rng, T, d_model),
+        )
 
 
 class Properties(unittest.TestCase):
 
     def for_each_case(self, check):
         for case, T, d_model, d_head, mask, params, x, d_out in random_cases():
-            where = f"seed {SEED}, case {case}: T={T}, d_model={d_model}, d_head={d_head}, mask={mask!r}"
+            where = (
+                f"seed {SEED}, case {case}: T={T}, d_model={d_model}, d_head={d_head},"
+                f" mask={mask!r}"
+            )
             with self.subTest(where):
                 check(case, mask, params, x, d_out, where)
 
@@ -54,18 +77,21 @@ class Properties(unittest.TestCase):
             self.assertEqual(cache["weights"], weights, where)
             self.assertEqual(grads, dense_grads, where)
             self.assertEqual(d_x, dense_d_x, where)
+
         self.for_each_case(check)
 
     def test_rows_sum_to_one(self):
         def check(case, mask, params, x, d_out, where):
             for i, row in enumerate(attention_forward(params, x, mask)["weights"]):
                 self.assertLess(abs(fsum(row) - 1.0), 1e-12, f"{where}, row {i}")
+
         self.for_each_case(check)
 
     def test_future_weights_are_exactly_zero_in_causal_mode(self):
         def check(case, mask, params, x, d_out, where):
             for i, row in enumerate(attention_forward(params, x, "causal")["weights"]):
-                self.assertTrue(all(w == 0.0 for w in row[i + 1:]), f"{where}, row {i}")
+                self.assertTrue(all(w == 0.0 for w in row[i + 1 :]), f"{where}, row {i}")
+
         self.for_each_case(check)
 
     def test_editing_a_position_changes_only_that_row_and_later(self):
@@ -74,8 +100,12 @@ class Properties(unittest.TestCase):
             for j in range(len(x)):
                 edited = [list(row) for row in x]
                 edited[j] = [value + 0.25 for value in edited[j]]
-                self.assertEqual(attention_forward(params, edited, "causal")["out"][:j], out[:j],
-                                 f"{where}: editing position {j} moved an earlier row")
+                self.assertEqual(
+                    attention_forward(params, edited, "causal")["out"][:j],
+                    out[:j],
+                    f"{where}: editing position {j} moved an earlier row",
+                )
+
         self.for_each_case(check)
 
     def test_gradients_match_central_differences(self):
@@ -87,15 +117,26 @@ class Properties(unittest.TestCase):
 
             def loss():
                 out = attention_forward(params, x, mask)["out"]
-                return fsum(o * r for out_row, r_row in zip(out, d_out) for o, r in zip(out_row, r_row))
+                return fsum(
+                    o * r for out_row, r_row in zip(out, d_out) for o, r in zip(out_row, r_row)
+                )
 
-            for name, matrix in (("Wq", params["Wq"]), ("Wk", params["Wk"]), ("Wv", params["Wv"]),
-                                 ("Wo", params["Wo"]), ("x", x)):
+            for name, matrix in (
+                ("Wq", params["Wq"]),
+                ("Wk", params["Wk"]),
+                ("Wv", params["Wv"]),
+                ("Wo", params["Wo"]),
+                ("x", x),
+            ):
                 numeric = central_differences(loss, matrix)
                 for i, (row_a, row_n) in enumerate(zip(grads[name], numeric)):
                     for j, (a, n) in enumerate(zip(row_a, row_n)):
-                        self.assertLess(abs(a - n), GRAD_RELATIVE * max(1.0, abs(a)),
-                                        f"{where}: d{name}[{i}][{j}] {a} vs numeric {n}")
+                        self.assertLess(
+                            abs(a - n),
+                            GRAD_RELATIVE * max(1.0, abs(a)),
+                            f"{where}: d{name}[{i}][{j}] {a} vs numeric {n}",
+                        )
+
         self.for_each_case(check)
 
     def test_adding_a_constant_to_every_score_keeps_the_weights(self):
@@ -104,17 +145,26 @@ class Properties(unittest.TestCase):
             for i, (row, weights) in enumerate(zip(cache["scores"], cache["weights"])):
                 finite = [math.isfinite(s) for s in row]
                 shifted = masked_softmax([s + 1000 for s in row], finite)
-                self.assertLess(max(abs(a - b) for a, b in zip(shifted, weights)), 1e-12, f"{where}, row {i}")
+                self.assertLess(
+                    max(abs(a - b) for a, b in zip(shifted, weights)), 1e-12, f"{where}, row {i}"
+                )
+
         self.for_each_case(check)
 
     def test_scores_near_a_million_give_no_nan_and_no_overflow(self):
         rng = random.Random(SEED)
         for case in range(50):
             T, d = rng.randint(1, 16), rng.randint(1, 4)
-            q, k, v = random_matrix(rng, T, d, 1000.0), random_matrix(rng, T, d, 1000.0), random_matrix(rng, T, d)
+            q, k, v = (
+                random_matrix(rng, T, d, 1000.0),
+                random_matrix(rng, T, d, 1000.0),
+                random_matrix(rng, T, d),
+            )
             head = attend(q, k, v, causal_mask(T))
             where = f"seed {SEED}, case {case}: T={T}, d={d}"
-            self.assertTrue(any(abs(s) > 1e5 for row in head["scores"] for s in row if math.isfinite(s)), where)
+            self.assertTrue(
+                any(abs(s) > 1e5 for row in head["scores"] for s in row if math.isfinite(s)), where
+            )
             for i, row in enumerate(head["weights"]):
                 self.assertTrue(all(math.isfinite(w) for w in row), f"{where}, row {i}")
                 self.assertLess(abs(fsum(row) - 1.0), 1e-12, f"{where}, row {i}")

@@ -26,8 +26,11 @@ def panels(svg_text):
         rects = list(g.iter(f"{SVG}rect"))
         cells = [r for r in rects if r.get("class", "").startswith("cell")]
         found[g.get("data-title")] = (
-            cells, [r for r in cells if r.get("class") == "cell masked"],
-            [r for r in rects if r.get("class") == "highlight"], [t.text for t in g.iter(f"{SVG}text")])
+            cells,
+            [r for r in cells if r.get("class") == "cell masked"],
+            [r for r in rects if r.get("class") == "highlight"],
+            [t.text for t in g.iter(f"{SVG}text")],
+        )
     return found
 
 
@@ -40,7 +43,9 @@ class LessonViews(unittest.TestCase):
         for title, (cells, masked, _, texts) in svg.items():
             self.assertEqual(len(cells), 6 * 6, title)
             for name in labels:
-                self.assertGreaterEqual(texts.count(name), 2, f"{title}: label {name!r} on both axes")
+                self.assertGreaterEqual(
+                    texts.count(name), 2, f"{title}: label {name!r} on both axes"
+                )
 
     def test_masked_cells_carry_their_own_style(self):
         svg = panels(ta.weights_svg())
@@ -60,19 +65,33 @@ class LessonViews(unittest.TestCase):
 
     def test_committed_figure_is_what_svg_writes_now(self):
         with open(os.path.join(HERE, "attention-weights.svg"), encoding="utf-8") as f:
-            self.assertEqual(f.read(), ta.weights_svg(), "attention-weights.svg is stale: "
-                             "run python3 trace_attention.py --svg attention-weights.svg")
+            self.assertEqual(
+                f.read(),
+                ta.weights_svg(),
+                "attention-weights.svg is stale: "
+                "run python3 trace_attention.py --svg attention-weights.svg",
+            )
 
     def test_readme_shows_the_committed_figure(self):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            self.assertTrue("](attention-weights.svg)" in f.read(), "README.md should show attention-weights.svg")
+            self.assertTrue(
+                "](attention-weights.svg)" in f.read(),
+                "README.md should show attention-weights.svg",
+            )
 
     def test_table_contains_the_recorded_weights(self):
         t = ta.trace()
         text = ta.table(t)
         for i, row in enumerate(t["weights"]):
-            cells = [f"{w:.4f}" for w in row[:i + 1]] + ["0"] * (len(row) - i - 1)
-            self.assertRegex(text, r"\n" + label(t["tokens"][i]).replace(".", r"\.") + r" +" + r" +".join(cells) + r"\n")
+            cells = [f"{w:.4f}" for w in row[: i + 1]] + ["0"] * (len(row) - i - 1)
+            self.assertRegex(
+                text,
+                r"\n"
+                + label(t["tokens"][i]).replace(".", r"\.")
+                + r" +"
+                + r" +".join(cells)
+                + r"\n",
+            )
         self.assertIn("−∞", text)
         self.assertIn("rows changed [4, 5], row 0's weight on the future 0.0", text)
 
@@ -95,9 +114,14 @@ class LessonViews(unittest.TestCase):
         self.assertEqual(len(cells), len(t["tokens"]) ** 2)
 
     def test_bad_sentence_is_one_line(self):
-        for args, fragment in ((("--sentence", "The dog."), "character 'T' at position 0"),
-                               (("--sentence", SECOND, "--check"), "--write and --check work on the recorded file alone"),
-                               (("--sentence", "..."), "has no word to replace")):
+        for args, fragment in (
+            (("--sentence", "The dog."), "character 'T' at position 0"),
+            (
+                ("--sentence", SECOND, "--check"),
+                "--write and --check work on the recorded file alone",
+            ),
+            (("--sentence", "..."), "has no word to replace"),
+        ):
             with self.subTest(args=args):
                 done = run_main(ta.main, *args)
                 self.assertNotEqual(done.returncode, 0)
@@ -113,27 +137,33 @@ class Lab06Views(unittest.TestCase):
         self.assertEqual(len(svg), 6)
         outlined = {title: len(highlight) for title, (_, _, highlight, _) in svg.items()}
         for key, title in lab.TITLES.items():
-            self.assertEqual(outlined[title], len(result["interventions"][key]["weight_rows_changed"]), title)
+            self.assertEqual(
+                outlined[title], len(result["interventions"][key]["weight_rows_changed"]), title
+            )
         removal = svg[lab.TITLES["connection_removal"]][1]
         self.assertIn(("2", "1"), [(r.get("data-row"), r.get("data-col")) for r in removal])
 
     def test_table_shows_every_intermediate_then_the_changed_rows_in_full(self):
         text = lab.lab_table(lab.lab())
-        baseline = text[:text.index("value ablation")]
+        baseline = text[: text.index("value ablation")]
         for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V"):
             self.assertIn("\n" + name if name != "Q" else "\nQ\n", baseline)
-        query = text[text.index("query perturbation"):text.index("connection removal")]
-        self.assertIn("  A, the rows that changed:\n        x₁      x₂      x₃\n"
-                      "x₃  0.4000  0.2000  0.4000", query)
+        query = text[text.index("query perturbation") : text.index("connection removal")]
+        self.assertIn(
+            "  A, the rows that changed:\n        x₁      x₂      x₃\nx₃  0.4000  0.2000  0.4000",
+            query,
+        )
         self.assertIn("  Z, the rows that changed:\n         1       2\nx₃  1.6000  2.4000", query)
-        ablation = text[text.index("value ablation"):text.index("query perturbation")]
+        ablation = text[text.index("value ablation") : text.index("query perturbation")]
         self.assertIn("  A: no row changed", ablation)
 
     def test_svg_puts_z_beside_each_map_and_outlines_its_changed_rows(self):
         root = ET.fromstring(lab.lab_svg(lab.lab()))
         groups = {g.get("data-title"): g for g in root.iter(f"{SVG}g") if g.get("class") == "panel"}
         ablation = groups[lab.TITLES["value_ablation"]]
-        side_changed = [r for r in ablation.iter(f"{SVG}rect") if "side-changed" in r.get("class", "")]
+        side_changed = [
+            r for r in ablation.iter(f"{SVG}rect") if "side-changed" in r.get("class", "")
+        ]
         self.assertEqual(len(side_changed), 2, "v₂ := 0 changes z₂ and z₃")
         self.assertLessEqual(float(root.get("width")), 900)
 
@@ -147,11 +177,17 @@ class Lab06Views(unittest.TestCase):
 
     def test_the_lesson_figure_outlines_the_future_where_it_leaks(self):
         root = ET.fromstring(ta.weights_svg())
-        outlined = {g.get("data-title"): len(list(g.iter(f"{SVG}polygon")))
-                    for g in root.iter(f"{SVG}g") if g.get("class") == "panel"}
-        self.assertEqual(outlined, {ta.PANEL_TITLES["causal"]: 0, ta.PANEL_TITLES["none"]: 1,
-                                    ta.PANEL_TITLES["zero"]: 1})
+        outlined = {
+            g.get("data-title"): len(list(g.iter(f"{SVG}polygon")))
+            for g in root.iter(f"{SVG}g")
+            if g.get("class") == "panel"
+        }
+        self.assertEqual(
+            outlined,
+            {ta.PANEL_TITLES["causal"]: 0, ta.PANEL_TITLES["none"]: 1, ta.PANEL_TITLES["zero"]: 1},
+        )
         self.assertLessEqual(float(root.get("width")), 910)
+
 
 if __name__ == "__main__":
     unittest.main()
