@@ -98,8 +98,8 @@ def check_product(a, b, product):
     for i, row in enumerate(product):
         if not all(map(math.isfinite, row)):
             j, value = next((j, v) for j, v in enumerate(row) if not math.isfinite(v))
-            raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed: entry [{i}][{j}] "
-                             f"is {value!r}; the numbers are too large for floats")
+            raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed: entry "
+                             f"[{i}][{j}] is {value!r}; the numbers are too large for floats")
     return product
 
 
@@ -201,7 +201,8 @@ def inputs_of(params, x):
     the params and x it is given, so a cache from another call (or from an x edited since) is
     refused rather than turned into wrong gradients."""
     return {"x": [list(row) for row in x],
-            "params": {name: [list(row) for row in params[name]] for name in ("Wq", "Wk", "Wv", "Wo")}}
+            "params": {name: [list(row) for row in params[name]]
+                       for name in ("Wq", "Wk", "Wv", "Wo")}}
 
 
 def check_backward(params, x, cache, d_out):

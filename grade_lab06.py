@@ -29,7 +29,7 @@ import perturb_attention as lab
 from attention import attend, causal_mask, masked_softmax, no_mask
 from recorded import write_atomic
 
-TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2 computed in floats is off by a few ulps
+TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
 TIME_LIMIT = 3            # seconds one call of the learner's code may take
 NEG_INF = -math.inf
 
@@ -84,7 +84,8 @@ if __name__ == "__main__":
 def scaffold(path):
     """Write the starter file; refuse to overwrite anything."""
     if not path:
-        raise ValueError("the scaffold path is empty: expected a file name such as tiny_attention.py")
+        raise ValueError("the scaffold path is empty: expected a file name such as "
+                         "tiny_attention.py")
     if os.path.lexists(path):
         raise ValueError(f"{path} already exists: the scaffold never overwrites a file "
                          f"(pick another name, or delete it first)")
@@ -177,8 +178,8 @@ def copies(*matrices):
 
 
 def mismatch(got, want, blocked=None, blocked_value=None):
-    """None when got matches want within TOLERANCE (and equals blocked_value exactly where blocked is
-    True), else a few words on the first difference."""
+    """None when got matches want within TOLERANCE (and equals blocked_value exactly where blocked
+    is True), else a few words on the first difference."""
     if not isinstance(got, list) or len(got) != len(want):
         return f"expected {len(want)} rows, got {_short(got)}"
     for i, (g_row, w_row) in enumerate(zip(got, want)):
@@ -187,7 +188,8 @@ def mismatch(got, want, blocked=None, blocked_value=None):
         for j, (g, w) in enumerate(zip(g_row, w_row)):
             if blocked and blocked[i][j]:
                 if not (isinstance(g, (int, float)) and g == blocked_value):
-                    return f"[{i}][{j}] is blocked: expected exactly {_num(blocked_value)}, got {_num(g)}"
+                    return (f"[{i}][{j}] is blocked: expected exactly {_num(blocked_value)}, "
+                            f"got {_num(g)}")
             elif not isinstance(g, (int, float)) or not abs(g - w) <= TOLERANCE:
                 return f"[{i}][{j}]: expected {_num(w)}, got {_num(g)}"
     return None
@@ -221,8 +223,9 @@ def known_mistakes(q, k, v, allowed):
     inverted = [[not ok for ok in row] for row in allowed]
     masked = [[s / math.sqrt(d) if ok else NEG_INF for s, ok in zip(row, ok_row)]
               for row, ok_row in zip(raw, allowed)]
-    column_softmax = [list(col) for col in zip(*_softmax_rows(
-        [list(col) for col in zip(*masked)], [[s != NEG_INF for s in col] for col in zip(*masked)]))]
+    columns = [list(col) for col in zip(*masked)]
+    column_softmax = [list(row) for row in zip(*_softmax_rows(
+        columns, [[s != NEG_INF for s in col] for col in columns]))]
     return {
         "the mask is applied after the softmax and the rows are not renormalised (they sum to "
         "less than 1): softmax over the allowed sources only, or divide again by the row's sum":
@@ -304,7 +307,8 @@ def checks(learner):
     if problem and not error and isinstance(got["weights"][0][1], (int, float)) \
             and got["weights"][0][1] > 0:
         problem += ("; this looks like: a blocked score stood in for by a finite number (such as "
-                    "−1e9), which wins once the allowed scores are lower still (here −1e10): use −∞")
+                    "−1e9), which wins once the allowed scores are lower still (here −1e10): "
+                    "use −∞")
     yield _line("a blocked source gets no weight when every score is near −1e10", problem)
 
     # the interventions, each on fresh copies
@@ -359,7 +363,8 @@ def _baseline(got, q, k, v, allowed):
         return
     want = lab.baseline()
     blocked = [[not ok for ok in row] for row in allowed]
-    yield _line("baseline scores = Q·Kᵀ/√2, before the mask", mismatch(got["scores"], want["scores"]))
+    yield _line("baseline scores = Q·Kᵀ/√2, before the mask",
+                mismatch(got["scores"], want["scores"]))
     problem = mismatch(got["masked_scores"], want["masked_scores"], blocked, NEG_INF)
     if problem and "is blocked" in problem:
         value = got["masked_scores"][0][1]

@@ -3,7 +3,8 @@
     run_in_copy(script, *args)     the script in a temporary copy of this folder, as a subprocess
     run_main(main, *args)          a command line's main(argv) in this process, output captured
     MessageAssertions              assertMessage (an exception and its message) and
-                                   assertOneLineError (one line on stderr, non-zero exit, no traceback)
+                                   assertOneLineError (one line on stderr, non-zero exit,
+                                   no traceback)
 
 Nothing here is a test; the test files import it, and no other module does.
 """
@@ -37,20 +38,22 @@ class MessageAssertions:
 
 
 def run_in_copy(script, *args, prepare=None):
-    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if given."""
+    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if
+    given."""
     with tempfile.TemporaryDirectory() as tmp:
         for name in os.listdir(HERE):
             if name.endswith((".py", ".json")):
                 shutil.copy(os.path.join(HERE, name), tmp)
         if prepare:
             prepare(tmp)
-        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True, text=True)
+        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True,
+                              text=True)
 
 
 def run_main(main, *args, cwd=None):
-    """Run a command line's main(argv) in this process, as the script would run: returns an object with
-    returncode, stdout and stderr. An exception escaping main fails the test: the script would have shown a
-    traceback."""
+    """Run a command line's main(argv) in this process, as the script would run: returns an object
+    with returncode, stdout and stderr. An exception escaping main fails the test: the script would
+    have shown a traceback."""
     out, err, code = io.StringIO(), io.StringIO(), None
     here = os.getcwd()
     try:

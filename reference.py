@@ -3,8 +3,8 @@ match bit for bit.
 
 attention.py computes only the pairs a row reaches; `dense_reference` computes every pair (i, j),
 even where the mask throws it away, with index loops and no shortcut. Every sum is math.fsum,
-correctly rounded, so the terms attention.py leaves out (exact zeros) change no bit and the two agree
-exactly. test_properties.py checks that on random shapes; bench_attention.py times the two.
+correctly rounded, so the terms attention.py leaves out (exact zeros) change no bit and the two
+agree exactly. test_properties.py checks that on random shapes; bench_attention.py times the two.
 """
 
 import math
@@ -14,7 +14,8 @@ from math import fsum
 def dense_reference(params, x, mask, d_out):
     """The layer and its gradients with every pair computed. Returns (out, weights, grads, d_x)."""
     def mm(a, b):
-        return [[fsum(a[i][p] * b[p][j] for p in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+        return [[fsum(a[i][p] * b[p][j] for p in range(len(b))) for j in range(len(b[0]))]
+                for i in range(len(a))]
 
     def tr(a):
         return [[a[i][j] for i in range(len(a))] for j in range(len(a[0]))]
@@ -42,7 +43,8 @@ def dense_reference(params, x, mask, d_out):
     d_scores = []
     for i in range(T):
         a_da = fsum(weights[i][j] * d_weights[i][j] for j in range(T))
-        d_scores.append([0.0 if masked[i][j] else weights[i][j] * (d_weights[i][j] - a_da) for j in range(T)])
+        d_scores.append([0.0 if masked[i][j] else weights[i][j] * (d_weights[i][j] - a_da)
+                         for j in range(T)])
     d_dots = [[g * scale for g in row] for row in d_scores]
     d_q, d_k = mm(d_dots, k), mm(tr(d_dots), q)
     grads["Wq"], grads["Wk"], grads["Wv"] = mm(tr(x), d_q), mm(tr(x), d_k), mm(tr(x), d_v)

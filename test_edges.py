@@ -1,5 +1,6 @@
 """The edges a careless or hostile user finds: overflow, stale caches, strict masks, special write
-targets, unsafe view text and broken command lines. Each gets a clear error or the right behaviour."""
+targets, unsafe view text and broken command lines. Each gets a clear error or the right
+behaviour."""
 
 import math
 import os
@@ -226,12 +227,14 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
         self.assertOneLineError(run_main(lab.main, "--svg", ""), "the output path is empty")
 
     def test_a_recorded_file_is_not_a_view_target(self):
-        for name in ("attention-trace.json", "perturb-trace.json", "tokenizer.json", "attention.py"):
+        for name in ("attention-trace.json", "perturb-trace.json", "tokenizer.json",
+                     "attention.py"):
             path = os.path.join(HERE, name)
             with open(path, encoding="utf-8") as f:
                 before = f.read()
             with self.subTest(name=name):
-                self.assertOneLineError(run_main(ta.main, "--svg", path), "recorded or source files")
+                self.assertOneLineError(run_main(ta.main, "--svg", path),
+                                        "recorded or source files")
                 self.assertOneLineError(run_main(bpe.main, "train", path, "--vocab-size", "40",
                                                  "--out", path), "recorded or source files")
             with open(path, encoding="utf-8") as f:

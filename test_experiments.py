@@ -56,7 +56,8 @@ class OwnHead(MessageAssertions, unittest.TestCase):
             "a missing matrix": ({k: v for k, v in HEAD.items() if k != "WV"},
                                  "must have X, WQ, WK, WV and may have allowed; missing WV"),
             "an unknown key": (dict(HEAD, Wo=[[1]]), "unknown Wo"),
-            "a ragged X": (dict(HEAD, X=[[1, 0], [0]]), "head.json: each X row must have 2 numbers"),
+            "a ragged X": (dict(HEAD, X=[[1, 0], [0]]),
+                           "head.json: each X row must have 2 numbers"),
             "widths that differ": (dict(HEAD, WK=[[1, 0, 0], [0, 1, 0]]),
                                    "query and key widths must match"),
             "a mask entry that is not a bool": (
@@ -107,7 +108,8 @@ class OwnHead(MessageAssertions, unittest.TestCase):
                 self.assertOneLineError(self.run_lab("--head", path, *flag), fragment)
 
     def test_the_bug_flag_shows_the_buggy_procedure(self):
-        result = json.loads(self.run_lab("--head", self.write(HEAD), "--bug", "post-softmax").stdout)
+        done = self.run_lab("--head", self.write(HEAD), "--bug", "post-softmax")
+        result = json.loads(done.stdout)
         self.assertLess(result["buggy_post_softmax"]["row_sums"][0], 1.0)
 
     def test_a_four_position_head_goes_through_every_view(self):
@@ -142,8 +144,9 @@ class EveryIntermediate(MessageAssertions, unittest.TestCase):
         self.assertRegex(done.stdout, r"\nmia +" + " +".join(f"{v:.4f}" for v in t["x"][0]))
 
     def test_show_refuses_an_unknown_name_and_needs_table(self):
-        self.assertOneLineError(run_main(ta.main, "--table", "--show", "q,attn"),
-                                "--show takes names from x,q,k,v,scores,weights,mixed,out, got attn")
+        self.assertOneLineError(
+            run_main(ta.main, "--table", "--show", "q,attn"),
+            "--show takes names from x,q,k,v,scores,weights,mixed,out, got attn")
         self.assertOneLineError(run_main(ta.main, "--show", "q"), "add --table")
 
     def test_a_trained_tokenizer_can_trace_its_own_sentence(self):

@@ -174,8 +174,9 @@ class Grader(MessageAssertions, unittest.TestCase):
                                 "tiny_attention.py, line 1: syntax error")
 
     def test_an_import_error_is_one_line_naming_the_file_and_line(self):
-        self.assertOneLineError(self.grade_source("import math\nimport numpyy\n"),
-                                "tiny_attention.py, line 2: importing it raised ModuleNotFoundError")
+        self.assertOneLineError(
+            self.grade_source("import math\nimport numpyy\n"),
+            "tiny_attention.py, line 2: importing it raised ModuleNotFoundError")
 
     def test_a_loop_that_never_ends_is_stopped(self):
         source = mutant([("    check(Q, K, V, allowed)\n", "    while True:\n        pass\n")])
@@ -185,7 +186,8 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertIn("attention was stopped after 0.05 s: does a loop never end?", done.stdout)
 
     def test_the_main_part_does_not_run_when_graded(self):
-        done = self.grade_source(LEARNER + '\nif __name__ == "__main__":\n    raise SystemExit(9)\n')
+        main_part = '\nif __name__ == "__main__":\n    raise SystemExit(9)\n'
+        done = self.grade_source(LEARNER + main_part)
         self.assertEqual(done.returncode, 0, done.stdout)
 
 

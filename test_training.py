@@ -29,14 +29,16 @@ class Stories(unittest.TestCase):
             self.assertEqual(named, [colour], text)
             self.assertTrue(last.endswith(f" is {colour}."), text)
             middle = text[len(first):-len(last)]
-            self.assertFalse(any(f" {c} " in middle for c in tr.COLOURS), f"a filler names a colour: {text}")
+            self.assertFalse(any(f" {c} " in middle for c in tr.COLOURS),
+                             f"a filler names a colour: {text}")
 
     def test_test_stories_are_not_in_the_training_set(self):
         self.assertEqual(len(self.test), tr.TEST_STORIES)
         self.assertFalse({text for text, _ in self.test} & {text for text, _ in self.train})
 
     def test_shifted_stories_are_the_test_stories_one_sentence_later(self):
-        self.assertEqual(self.shifted, [(f"{tr.SHIFT} {text}", colour) for text, colour in self.test])
+        self.assertEqual(self.shifted,
+                         [(f"{tr.SHIFT} {text}", colour) for text, colour in self.test])
 
     def test_the_colour_sits_at_several_places(self):
         tokenizer = train_tokenizer("\n".join(text for text, _ in self.train), 10_000)

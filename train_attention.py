@@ -4,9 +4,9 @@ A story names a colour in its first sentence and asks for it back in its last:
 
     one day, mia has a big red ball. tom sees a dog. the ball is red.
 
-A bigram model reads one token back: after " is" it can only guess. The attention layer can look back
-to the first sentence, and after training it does. This script trains it, in pure Python, with the
-gradients of attention_backward, and scores it against the bigram on held-out stories.
+A bigram model reads one token back: after " is" it can only guess. The attention layer can look
+back to the first sentence, and after training it does. This script trains it, in pure Python,
+with the gradients of attention_backward, and scores it against the bigram on held-out stories.
 
     python3 train_attention.py                 train and print the run (about 10 s)
     python3 train_attention.py --write         record it in training-run.json
@@ -303,12 +303,13 @@ def summary(result):
 
 
 def example_svg(result):
-    """The trained layer's weights on one test story: the last row should be bright on the colour."""
+    """The trained layer's weights on one test story: the last row bright on the colour word."""
     example = result["example"]
     labels = token_labels(example["tokens"])
     weights = example["weights"]
     hatched = [[w is None or j > i for j, w in enumerate(row)] for i, row in enumerate(weights)]
-    weights = [[0.0 if h else w for w, h in zip(row, h_row)] for row, h_row in zip(weights, hatched)]
+    weights = [[0.0 if h else w for w, h in zip(row, h_row)]
+               for row, h_row in zip(weights, hatched)]
     return heatmaps_svg([panel("trained attention", labels, labels, weights, hatched,
                                highlight=[len(labels) - 1], mark="◀ the question",
                                subtitle=f"last row: where the answer looks, after "
@@ -324,7 +325,8 @@ def main(argv=None):
                        help="fail unless training-run.json matches a fresh run")
     parser.add_argument("--steps", type=int, default=STEPS, help=f"default {STEPS}")
     parser.add_argument("--seed", type=int, default=SEED, help=f"default {SEED}")
-    parser.add_argument("--seeds", type=int, metavar="N", help="train with seeds 1…N, print a table")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help="train with seeds 1…N and print a table")
     parser.add_argument("--svg", metavar="FILE", help="draw the learned weights on a test story")
     args = parser.parse_args(argv)
     if (args.write or args.check) and (args.steps != STEPS or args.seed != SEED or args.seeds):

@@ -1,14 +1,16 @@
 """Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps.
 
-A map is a panel: a title, row labels (the token whose output is computed), column labels (the tokens it
-may attend to), a (T, S) matrix of weights, which cells to hatch (True where the mask blocks the
-pair: the opposite of `allowed`), and which rows to highlight.
+A map is a panel: a title, row labels (the token whose output is computed), column labels (the
+tokens it may attend to), a (T, S) matrix of weights, which cells to hatch (True where the mask
+blocks the pair: the opposite of `allowed`), which were zeroed after the softmax, an optional side
+matrix such as the output Z, and which rows to highlight.
 
-    svg = heatmaps_svg([panel, ...])      one SVG, panels side by side, no script, no external file
+    svg = heatmaps_svg([panel, ...])      one SVG, panels in rows of about 900 px, self-contained
     text_table(rows, cols, matrix)        a table whose columns line up, −∞ written as −∞
 
-Masked cells are hatched grey, so a blocked pair never looks like a small weight. Cell and font sizes
-follow the number of tokens. This module draws only; the numbers come from the traces.
+Masked cells are hatched grey, so a blocked pair never looks like a small weight; weights zeroed
+after the softmax are dotted orange. Cell and font sizes follow the number of tokens. This module
+draws only; the numbers come from the traces.
 """
 
 import math
@@ -66,14 +68,15 @@ def number(value, decimals=4):
 
 
 def text_table(row_labels, col_labels, matrix, marks=None):
-    """Rows of text, every column right-aligned to its widest entry. An entry is a number (4 decimals, None
-    as −∞) or a string shown as is; marks: {row: text} shown after a row."""
+    """Rows of text, every column right-aligned to its widest entry. An entry is a number (4
+    decimals, None as −∞) or a string shown as is; marks: {row: text} shown after a row."""
     cells = [[""] + list(col_labels)] + [[r] + [v if isinstance(v, str) else number(v) for v in row]
                                          for r, row in zip(row_labels, matrix)]
     widths = [max(len(row[c]) for row in cells) for c in range(len(cells[0]))]
     lines = []
     for n, row in enumerate(cells):
-        line = row[0].ljust(widths[0]) + "".join("  " + cell.rjust(w) for cell, w in zip(row[1:], widths[1:]))
+        line = row[0].ljust(widths[0]) + "".join("  " + cell.rjust(w)
+                                                 for cell, w in zip(row[1:], widths[1:]))
         if marks and n > 0 and (n - 1) in marks:
             line += "  " + marks[n - 1]
         lines.append(line.rstrip())
@@ -102,7 +105,8 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
         raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
     if any(not 0 <= i < rows for i in highlight):
         raise ValueError(f"highlighted rows must be 0 to {rows - 1}, got {list(highlight)}")
-    return {"title": title, "subtitle": subtitle, "rows": list(row_labels), "cols": list(col_labels),
+    return {"title": title, "subtitle": subtitle, "rows": list(row_labels),
+            "cols": list(col_labels),
             "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
             "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark}
 
@@ -116,8 +120,8 @@ def _colour(w):
 
 
 def _sizes(n):
-    """Cell size, decimals and font size for an n × n map: big cells with 4 decimals for a short sentence,
-    smaller ones with 2 decimals for a long one, and never a font under 9 px."""
+    """Cell size, decimals and font size for an n × n map: big cells with 4 decimals for a short
+    sentence, smaller ones with 2 decimals for a long one, and never a font under 9 px."""
     cell = max(30, min(56, 336 // max(n, 1)))
     decimals = 4 if cell >= 56 else 2
     font = min(13.0, (cell - 6) / (0.62 * (decimals + 2)))
@@ -176,7 +180,8 @@ def _draw_panel(p, x0, y0):
         out += _draw_side(p["side"], side_x, y0 + top, cell, font, decimals)
         for i in p["side_highlight"]:
             out.append(f'<rect class="highlight side-changed" x="{side_x - 2:.1f}" '
-                       f'y="{y0 + top + i * cell - 2:.1f}" width="{side_w - 4}" height="{cell + 4}"/>')
+                       f'y="{y0 + top + i * cell - 2:.1f}" width="{side_w - 4}" '
+                       f'height="{cell + 4}"/>')
     scale_y = y0 + top + grid_h + 16       # the colour scale under the grid
     out.append(f'<rect x="{x0 + left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" '
                f'fill="url(#scale)" class="scale"/>')
