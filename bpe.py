@@ -1,26 +1,27 @@
 """A character-level byte-pair encoding: the tokenizer the lesson uses.
 
 A tokenizer is an alphabet of single characters (ids 0…n−1) and a list of merges; merge m joins two
-existing tokens into a new one with id n+m. The vocabulary is derived, never stored twice: the alphabet,
-then each merge's joined string.
+existing tokens into a new one with id n+m. The vocabulary is derived, never stored twice: the
+alphabet, then each merge's joined string.
 
-Text is first cut into chunks and merges never cross a chunk: a chunk is an optional single leading space
-followed by a run of letters (" ball", "mia"), or any other single character ("." or a lone " ").
-Within a chunk the pair with the earliest merge is merged first, until no merge applies.
+Text is first cut into chunks and merges never cross a chunk: a chunk is an optional single leading
+space followed by a run of letters (" ball", "mia"), or any other single character ("." or a lone
+space). Within a chunk the pair with the earliest merge is merged first, until no merge applies.
 
     tok = Tokenizer.load("tokenizer.json")
     tok.tokens("mia has a red ball.")  -> ['mia', ' has', ' a', ' red', ' ball', '.']
     tok.encode("mia has a red ball.")  -> [58, 36, 33, 89, 85, 4]
 
 The file format: {"version": 1, "alphabet": [...], "merges": [["m", "ia"], ...]}. The folder's
-tokenizer.json is written by make_tokenizer.py; `train(text, vocab_size)` learns a tokenizer from any text:
+tokenizer.json is written by make_tokenizer.py. Two trainers learn a tokenizer from any text, with
+the same merges: `train_plain`, the one to read first, and `train`, the fast one.
 
     python3 bpe.py train FILE --vocab-size N --out PATH
-    python3 bpe.py encode "mia has a red ball."      (tokens and ids, with the folder's tokenizer.json)
+    python3 bpe.py encode "mia has a red ball."      (tokens and ids, with tokenizer.json)
     python3 bpe.py decode 58 36 33
 
- This module does not handle characters outside the
-alphabet (they raise ValueError) and knows nothing of bytes or Unicode normalization.
+This module does not handle characters outside the alphabet (they raise ValueError) and knows
+nothing of bytes or Unicode normalization.
 """
 
 import contextlib
@@ -34,7 +35,8 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-from recorded import OneLineParser, check_output_path, guarded, read_text, show, to_json, write_atomic
+from recorded import (OneLineParser, check_output_path, guarded, read_text, show, to_json,
+                      write_atomic)
 
 FORMAT_VERSION = 1
 CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers
@@ -218,15 +220,17 @@ class Tokenizer:
         return tuple(encode_chunk([self.ids[ch] for ch in chunk], self.ranks))
 
     def decode(self, ids):
-        """list of token ids -> text. Raises TypeError for a non-int and ValueError for an unknown id."""
+        """list of token ids -> text. Raises TypeError for a non-int and ValueError for an unknown
+        id."""
         if not isinstance(ids, (list, tuple)):
             raise TypeError(f"ids must be a list of ints, got {type(ids).__name__}")
         for position, i in enumerate(ids):
             if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"id at position {position} must be an int, got {type(i).__name__} {i!r}")
+                raise TypeError(f"id at position {position} must be an int, "
+                                f"got {type(i).__name__} {i!r}")
             if not 0 <= i < len(self.vocab):
-                raise ValueError(f"id {i} at position {position} is not in the vocabulary (ids 0 to "
-                                 f"{len(self.vocab) - 1})")
+                raise ValueError(f"id {i} at position {position} is not in the vocabulary "
+                                 f"(ids 0 to {len(self.vocab) - 1})")
         return "".join(self.vocab[i] for i in ids)
 
     def tokens(self, text):
@@ -234,7 +238,8 @@ class Tokenizer:
         return [self.vocab[i] for i in self.encode(text)]
 
     def to_dict(self):
-        return {"version": FORMAT_VERSION, "alphabet": self.alphabet, "merges": [list(m) for m in self.merges]}
+        return {"version": FORMAT_VERSION, "alphabet": self.alphabet,
+                "merges": [list(m) for m in self.merges]}
 
     def save(self, path):
         """Write the versioned JSON format, atomically."""
@@ -244,8 +249,9 @@ class Tokenizer:
     def load(cls, path):
         """Read a saved tokenizer, strictly: "version" the integer 1, "alphabet" a list of distinct
         one-character strings, "merges" a list of two-element lists of known tokens. Raises
-        ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long number,
-        over-deep nesting, a file over the size cap included), and OSError when it cannot be read."""
+        ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long
+        number, over-deep nesting, a file over the size cap included), and OSError when it cannot
+        be read."""
         name = os.path.basename(path)
         text = read_text(path)
         try:
@@ -323,10 +329,10 @@ def recount_merges(alphabet, words, freqs, vocab_size):
 
 # ---- training: the fast trainer, same merges ---------------------------------------------------
 # What train does differently from train_plain, and nothing else: it cuts chunks with one compiled
-# pattern and counts each distinct chunk once with its frequency; it keeps the pair counts up to date
-# instead of recounting, touching only the chunks that hold the merged pair (an index from each pair
-# to those chunks); and it finds the most frequent pair with a heap whose out-of-date entries are
-# skipped when they come up, instead of scanning every pair.
+# pattern and counts each distinct chunk once with its frequency; it keeps the pair counts up to
+# date instead of recounting, touching only the chunks that hold the merged pair (an index from
+# each pair to those chunks); and it finds the most frequent pair with a heap whose out-of-date
+# entries are skipped when they come up, instead of scanning every pair.
 
 def word_counts(text):
     """Counter of the chunks of text that can hold a pair (two characters or more), as chunks(text)
@@ -451,7 +457,8 @@ def _check_training_input(text, vocab_size):
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__} {vocab_size!r}")
+        raise TypeError(f"vocab_size must be an int, "
+                        f"got {type(vocab_size).__name__} {vocab_size!r}")
     if not text:
         raise ValueError("cannot train on an empty text: expected at least one character")
     alphabet = sorted(set(text))
@@ -461,7 +468,7 @@ def _check_training_input(text, vocab_size):
     return alphabet
 
 
-# ---- command line -------------------------------------------------------------------------------------
+# ---- command line ----------------------------------------------------------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRESS_ABOVE = 100_000  # characters: a longer text reports its progress on stderr
@@ -498,7 +505,8 @@ def _run(args):
                     print(f"training: {n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
         tok = train(text, args.vocab_size, progress=report)
         tok.save(args.out)
-        print(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} merges) "
+        print(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and "
+              f"{len(tok.merges)} merges) "
               f"saved to {args.out}")
         return 0
     tok = Tokenizer.load(args.tokenizer)

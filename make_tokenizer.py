@@ -1,11 +1,11 @@
 """Write tokenizer.json: the series' tokenizer, reconstructed from what the lesson shows of it.
 
-The lesson shows the alphabet (32 characters in code point order, so "." is id 4), that merged tokens take
-ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, " ball" 85, "." 4,
-with " hat" a single token. The merges below are one small, self-consistent list that gives exactly those
-ids: the words of a first reader ("mia has a red ball.", "the dog sees the cat."), each built from parts that
-already exist, frequent short pairs first. Any other ids the lesson does not quote are this
-reconstruction's own.
+The lesson shows the alphabet (32 characters in code point order, so "." is id 4), that merged
+tokens take ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, "
+ball" 85, "." 4, with " hat" a single token. The merges below are one small, self-consistent list
+that gives exactly those ids: the words of a first reader ("mia has a red ball.", "the dog sees the
+cat."), each built from parts that already exist, frequent short pairs first. Any other ids the
+lesson does not quote are this reconstruction's own.
 
     python3 make_tokenizer.py           rewrite tokenizer.json
     python3 make_tokenizer.py --check   fail unless tokenizer.json is what this script writes
@@ -25,7 +25,7 @@ PATH = os.path.join(HERE, "tokenizer.json")
 ALPHABET = ["\n", " ", "!", ",", ".", "?"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
 
 MERGES = [
-    (" ", "t"), (" ", "a"), (" ", "h"), ("a", "s"), (" h", "as"),          # 32-36: " a" 33, " has" 36
+    (" ", "t"), (" ", "a"), (" ", "h"), ("a", "s"), (" h", "as"),          # 32-36: " a", " has"
     ("a", "t"), ("h", "e"), (" t", "he"),                                   # 37-39: " the"
     (" ", "s"), ("e", "e"), (" s", "ee"), (" see", "s"),                    # 40-43: " sees"
     ("i", "s"), (" ", "is"),                                                # 44-45: " is"
@@ -55,8 +55,8 @@ LESSON_IDS = {"mia": 58, " has": 36, " a": 33, " red": 89, " ball": 85, ".": 4}
 
 
 def build():
-    """The lesson's tokenizer, checked. Raises ValueError when a token does not encode to its own id or a
-    lesson id does not come out."""
+    """The lesson's tokenizer, checked. Raises ValueError when a token does not encode to its own id
+    or a lesson id does not come out."""
     tok = Tokenizer(ALPHABET, MERGES)
     for i, token in enumerate(tok.vocab):
         if tok.encode(token) != [i]:
@@ -71,9 +71,11 @@ def build():
 
 def main(argv=None):
     parser = OneLineParser(description="Write tokenizer.json, the lesson's tokenizer.")
-    parser.add_argument("--check", action="store_true", help="fail unless tokenizer.json is up to date")
+    parser.add_argument("--check", action="store_true",
+                        help="fail unless tokenizer.json is up to date")
     args = parser.parse_args(argv)
-    return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH, write=not args.check, check=args.check))
+    return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH,
+                                          write=not args.check, check=args.check))
 
 
 if __name__ == "__main__":

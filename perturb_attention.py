@@ -6,16 +6,16 @@
     python3 perturb_attention.py --table    each map as an aligned table, the changed rows marked
     python3 perturb_attention.py --svg FILE the maps side by side as heatmaps
 
-The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2
-(so every score is a multiple of ln 2 and every weight a ratio of powers of 2), WV = [[2, 0], [0, 4]], and a
-causal mask. Rows are positions; row indices in the output are 0-based. One head, after projection only: no
-bias, dropout, normalization, residual or output projection.
+The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln
+2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2), WV = [[2, 0], [0,
+4]], and a causal mask. Rows are positions; row indices in the output are 0-based. One head, after
+projection only: no bias, dropout, normalization, residual or output projection.
 
-Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only what it
-names: a value (1), a query (2), one connection (3), a future key (4). The deliberately buggy procedure
-(softmax over every source, then zero the future without renormalizing) shows that a lower-triangular
-matrix of weights does not prove the computation was causal. Every number goes through `attend`, the core
-the lesson's layer uses.
+Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
+what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
+buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
+lower-triangular matrix of weights does not prove the computation was causal. Every number goes
+through `attend`, the core the lesson's layer uses.
 """
 
 import argparse
@@ -35,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRACE_PATH = os.path.join(HERE, "perturb-trace.json")
 DIGITS = 10
 
-C = math.sqrt(2) * math.log(2)  # kept exact in floating point, not rounded: scores come out as ln 2 · X·Xᵀ
+# kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
+C = math.sqrt(2) * math.log(2)
 X = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 WQ = [[1.0, 0.0], [0.0, 1.0]]
 WK = [[C, 0.0], [0.0, C]]
@@ -57,10 +58,12 @@ def projected(head=HEAD):
 
 
 def buggy_post_softmax(q, k, v, allowed):
-    """The deliberate bug: softmax over every source, then zero the blocked weights without renormalizing.
+    """The deliberate bug: softmax over every source, then zero the blocked weights without
+    renormalizing.
     Returns (weights, output). The future has already entered each row's denominator."""
     unmasked = attend(q, k, v, no_mask(len(q), len(k)))["weights"]
-    weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)] for row, allowed_row in zip(unmasked, allowed)]
+    weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)]
+               for row, allowed_row in zip(unmasked, allowed)]
     return weights, matmul(weights, v)
 
 
@@ -93,7 +96,7 @@ def perturb_query(q, k, v, allowed):
 
 
 def remove_connection(q, k, v, allowed):
-    allowed[2][1] = False                  # destination 3 may no longer read source 2; token 2 stays
+    allowed[2][1] = False                  # destination 3 may not read source 2; token 2 stays
 
 
 def double_future_key(q, k, v, allowed):
@@ -101,7 +104,8 @@ def double_future_key(q, k, v, allowed):
 
 
 INTERVENTIONS = {"value_ablation": ablate_value, "query_perturbation": perturb_query,
-                 "connection_removal": remove_connection, "future_key_perturbation": double_future_key}
+                 "connection_removal": remove_connection,
+                 "future_key_perturbation": double_future_key}
 
 
 def lab():
@@ -113,10 +117,11 @@ def lab():
     interventions = {name: intervene(change, first) for name, change in INTERVENTIONS.items()}
     q, k, v, allowed = projected()
     double_future_key(q, k, v, allowed)
-    interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(q, k, v, allowed)[1]
+    interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
+        q, k, v, allowed)[1]
 
-    # Checks: the same weights with every value shifted; two different maps with one mixture; and the
-    # softmax's indifference to a constant added to a row.
+    # Checks: the same weights with every value shifted; two different maps with one mixture; and
+    # the softmax's indifference to a constant added to a row.
     q, k, v, allowed = projected()
     shifted = [[a + b for a, b in zip(row, SHIFT)] for row in v]
     offset_weights = [masked_softmax([s + SCORE_OFFSET for s in row], ok)
@@ -138,14 +143,16 @@ def lab():
             "offset": SCORE_OFFSET,
             "weights": first["weights"],
             "offset_weights": offset_weights,
-            "max_difference": max(abs(a - b) for row_a, row_b in zip(first["weights"], offset_weights)
+            "max_difference": max(abs(a - b)
+                                  for row_a, row_b in zip(first["weights"], offset_weights)
                                   for a, b in zip(row_a, row_b)),
         },
     }
     return {
         "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
         "baseline": first,
-        "buggy_post_softmax": {"weights": buggy_weights, "row_sums": [fsum(row) for row in buggy_weights],
+        "buggy_post_softmax": {"weights": buggy_weights,
+                               "row_sums": [fsum(row) for row in buggy_weights],
                                "output": buggy_output},
         "interventions": interventions,
         "checks": checks,
@@ -239,7 +246,8 @@ def _key_scale(j, c):
 
 def _block(i, j):
     def change(q, k, v, allowed):
-        allowed[_position(i, len(q), "--block query")][_position(j, len(k), "--block source")] = False
+        row = _position(i, len(q), "--block query")
+        allowed[row][_position(j, len(k), "--block source")] = False
     return change
 
 
@@ -415,7 +423,8 @@ def _scale_key(text):
     try:
         return int(position), float(factor)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--scale-key takes J=c such as 3=2, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--scale-key takes J=c such as 3=2, "
+                                         f"got {text!r}") from None
 
 
 def _pair(text):

@@ -81,7 +81,8 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is {data[e.start]:#04x}") from None
+        raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is "
+                         f"{data[e.start]:#04x}") from None
 
 
 def check_output_path(path):
@@ -189,7 +190,8 @@ def write_or_check(text, path, write, check):
 
 
 class Report:
-    """Lines printed as they come and kept, so that a benchmark can record its whole output at the end."""
+    """Lines printed as they come and kept, so that a benchmark can record its whole output at the
+    end."""
 
     def __init__(self):
         self.lines = []
@@ -203,7 +205,8 @@ class Report:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a message."""
+    """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
+    message."""
 
     def error(self, message):
         print(f"error: {message} (see --help)", file=sys.stderr)
@@ -211,25 +214,28 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def trace_parser(description, path):
-    """The argument parser of a trace command line: --write or --check, or the views --table and --svg FILE;
-    with none of them it prints the JSON."""
+    """The argument parser of a trace command line: --write or --check, or the views --table and
+    --svg FILE; with none of them it prints the JSON."""
     name = os.path.basename(path)
     parser = OneLineParser(description=description)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"rewrite {name}")
-    group.add_argument("--check", action="store_true", help=f"fail unless {name} matches a fresh run")
+    group.add_argument("--check", action="store_true",
+                       help=f"fail unless {name} matches a fresh run")
     parser.add_argument("--table", action="store_true", help="print the maps as aligned tables")
     parser.add_argument("--svg", metavar="FILE", help="write the maps as heatmaps to an SVG file")
     return parser
 
 
 def parse_trace_args(parser, argv, other_inputs=()):
-    """Parse, and refuse --write or --check beside a view or another input (named in other_inputs)."""
+    """Parse, and refuse --write or --check beside a view or another input (named in
+    other_inputs)."""
     args = parser.parse_args(argv)
     extras = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
         "--" + name for name in other_inputs if getattr(args, name) is not None]
     if (args.write or args.check) and extras:
-        parser.error(f"--write and --check work on the recorded file alone; drop {', '.join(extras)}")
+        parser.error(f"--write and --check work on the recorded file alone; "
+                     f"drop {', '.join(extras)}")
     return args
 
 

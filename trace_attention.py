@@ -5,13 +5,16 @@
     python3 trace_attention.py --check    fail unless attention-trace.json matches a fresh trace
     python3 trace_attention.py --table    the same trace as aligned tables, labelled by token
     python3 trace_attention.py --svg FILE the weights of the three mask modes as heatmaps
-    python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT] [--table | --svg FILE]
+    python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT]
+    python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
+    python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
 
-The weights are untrained: drawn from seeded generators, so every number is the same on every machine.
-The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded embedding table to make
-x (T, 4), runs attention_forward, and records every intermediate (rounded to 4 decimals, −∞ as null). It
-then edits a later token ("ball" -> "hat") under each mask mode to see which output rows move, and checks
-the hand-written backward pass against central differences on the loss Σ out·r.
+The weights are untrained: drawn from seeded generators, so every number is the same on every
+machine. The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded
+embedding table to make x (T, 4), runs attention_forward, and records every intermediate (rounded to
+4 decimals, −∞ as null). It then edits a later token ("ball" -> "hat") under each mask mode to see
+which output rows move, and checks the hand-written backward pass against central differences on the
+loss Σ out·r.
 """
 
 import argparse
@@ -46,7 +49,8 @@ def _table(rows, seed):
 
 
 def embeddings(vocab_size, seed=SEED):
-    """(vocab_size, D_MODEL): row i is the input vector of token id i. Drawn from random.Random(seed + 1)."""
+    """(vocab_size, D_MODEL): row i is the input vector of token id i. Drawn from
+    random.Random(seed + 1)."""
     return _table(vocab_size, seed + 1)
 
 
@@ -63,7 +67,8 @@ def loss(params, x, r, mask="causal"):
 
 
 def central_differences(f, matrix):
-    """(f(m + EPS) − f(m − EPS)) / 2·EPS for every entry of matrix, changed in place and restored after.
+    """(f(m + EPS) − f(m − EPS)) / 2·EPS for every entry of matrix, changed in place and restored
+    after.
     Returns a matrix of matrix's shape."""
     grad = []
     for row in matrix:
@@ -87,7 +92,8 @@ def numeric_grad(params, x, r, mask="causal"):
 
 def max_err(a, b):
     """The largest absolute difference between two gradient dicts of matching shapes."""
-    return max(abs(p - q) for name in a for row_a, row_b in zip(a[name], b[name]) for p, q in zip(row_a, row_b))
+    return max(abs(p - q) for name in a for row_a, row_b in zip(a[name], b[name])
+               for p, q in zip(row_a, row_b))
 
 
 def load_tokenizer():
@@ -123,7 +129,8 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
         masks[mode] = {
-            "rows_changed_by_the_edit": changed_rows(run["out"], attention_forward(params, x_changed, mode)["out"]),
+            "rows_changed_by_the_edit": changed_rows(
+                run["out"], attention_forward(params, x_changed, mode)["out"]),
             "weight_on_future_row_0": round(fsum(run["weights"][0][1:]), 4),
         }
     analytic, _ = attention_backward(params, x, cache, r)
@@ -145,11 +152,12 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
         **{name: rounded(cache[name], 4) for name in ("q", "k", "v", "scores", "weights", "out")},
         "row_sums": [round(fsum(row), 6) for row in cache["weights"]],
         "masks": masks,
-        "gradient_check": {"epsilon": EPS, "max_error_rounded": round(max_err(analytic, numeric), 7)},
+        "gradient_check": {"epsilon": EPS,
+                           "max_error_rounded": round(max_err(analytic, numeric), 7)},
     }
 
 
-# ---- views for a person -------------------------------------------------------------------------------
+# ---- views for a person -----------------------------------------------------------------------
 
 PANEL_TITLES = {"causal": "causal mask", "none": "no mask: the future leaks",
                 "zero": "zero-score bug: future scores 0.0"}
@@ -177,7 +185,8 @@ def table(t, shown=("scores", "weights"), run=None):
     lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), ""]
     for name in shown:
         matrix = values[name]
-        columns = labels if name in ("scores", "weights") else [str(c) for c in range(len(matrix[0]))]
+        columns = (labels if name in ("scores", "weights")
+                   else [str(c) for c in range(len(matrix[0]))])
         lines += [CAPTIONS[name], text_table(labels, columns, matrix), ""]
     lines.append(f"editing {t['sentence']!r} -> {t['changed_sentence']!r}:")
     for mode, result in t["masks"].items():
@@ -197,7 +206,8 @@ def weights_svg(sentence=SENTENCE, tokenizer=None):
     panels = []
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
-        hatched = [[s == -math.inf for s in row] for row in run["scores"]]   # the "zero" bug hatches none
+        # hatched where the score is −∞: the "zero" bug hatches none
+        hatched = [[s == -math.inf for s in row] for row in run["scores"]]
         panels.append(panel(PANEL_TITLES[mode], labels, labels, run["weights"], hatched,
                             future=mode != "causal"))
     return heatmaps_svg(panels, note=f"{sentence!r}: rows are the token whose output is computed, "
@@ -221,7 +231,8 @@ def edited(sentence):
 
 
 def main(argv=None):
-    parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.", TRACE_PATH)
+    parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.",
+                          TRACE_PATH)
     parser.add_argument("--sentence", metavar="TEXT",
                         help=f"trace another sentence of at most {MAX_TOKENS} tokens "
                              f"(default: the lesson's)")
@@ -251,7 +262,10 @@ def _names(text):
 def _run(args):
     tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer else None
     sentence = SENTENCE if args.sentence is None else args.sentence
-    changed = args.changed if args.changed is not None else (CHANGED if args.sentence is None else edited(sentence))
+    if args.changed is not None:
+        changed = args.changed
+    else:
+        changed = CHANGED if args.sentence is None else edited(sentence)
     if args.svg is not None:
         save_view(args.svg, weights_svg(sentence, tokenizer))
     if args.table:
