@@ -197,7 +197,7 @@ def mismatch(got, want, blocked=None, blocked_value=None):
 
 def _num(x):
     if isinstance(x, float):
-        return "−∞" if x == NEG_INF else f"{x:.10g}"
+        return "−∞" if x == NEG_INF else f"{x:.10g}" if abs(x) < 1e6 else f"{x:g}"
     return repr(x)
 
 
