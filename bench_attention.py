@@ -120,7 +120,7 @@ def main(argv=None):
     rate = fsum_rate()
     report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward; "
                f"Python {sys.version.split()[0]}; "
-          f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s")
+               f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s")
     report.say()
     report.say("| T | causal s | dense s | speedup | work ratio | peak MiB | fsum share |")
     report.say("|---|---|---|---|---|---|---|")
@@ -136,8 +136,7 @@ def main(argv=None):
     (T1, t1), (T2, t2) = [(r["T"], r["causal"]) for r in rows[-2:]]
     report.say()
     report.say(f"growth exponent from T={T1} to T={T2}: "
-               f"{math.log(t2 / t1) / math.log(T2 / T1):.2f} "
-          f"(2 is quadratic in T)")
+               f"{math.log(t2 / t1) / math.log(T2 / T1):.2f} (2 is quadratic in T)")
     if args.record:
         report.record(RECORD_PATH)
     return 0
