@@ -32,7 +32,7 @@ from math import fsum
 from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
-from recorded import OneLineParser, Report
+from recorded import OneLineParser, Report, guarded
 from reference import dense_reference
 
 D_MODEL, D_HEAD = 64, 16
@@ -143,4 +143,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

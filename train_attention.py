@@ -167,17 +167,17 @@ def log_softmax(row):
 
 def loss_and_grads(model, prompt, answer):
     """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter."""
-    run = forward(model, prompt)
-    logp = log_softmax(run["logits"])
+    fw = forward(model, prompt)      # x, cache, h, logits
+    logp = log_softmax(fw["logits"])
     loss = -logp[answer]
     d_logits = [math.exp(v) for v in logp]          # d loss / d logits = softmax − one-hot
     d_logits[answer] -= 1.0
     # forward: logits = h[T−1]·U; only the last position reaches the loss
-    grads = {"U": [[h_c * d for d in d_logits] for h_c in run["h"][-1]]}
+    grads = {"U": [[h_c * d for d in d_logits] for h_c in fw["h"][-1]]}
     d_h = [[0.0] * D_MODEL for _ in prompt]
     d_h[-1] = [dot(u_row, d_logits) for u_row in model["U"]]
     # forward: h = x + out, out = attention_forward(params, x)
-    attention_grads, d_x_attention = attention_backward(model, run["x"], run["cache"], d_h)
+    attention_grads, d_x_attention = attention_backward(model, fw["x"], fw["cache"], d_h)
     grads.update(attention_grads)
     d_x = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(d_h, d_x_attention)]
     # forward: x_i = E[prompt[i]] + P[i]
@@ -284,7 +284,7 @@ def learned_weights(model, tokenizer, text):
             "weights": rounded(forward(model, prompt)["cache"]["weights"], 4)}
 
 
-def recorded(result):
+def as_recorded(result):
     """The run as training-run.json keeps it: everything but the time it took."""
     return {key: value for key, value in result.items() if key != "seconds"}
 
@@ -354,7 +354,7 @@ def _run(args):
         save_view(args.svg, example_svg(result))
         return 0
     if args.write or args.check:
-        return write_or_check(to_json(recorded(result)), RUN_PATH, args.write, args.check)
+        return write_or_check(to_json(as_recorded(result)), RUN_PATH, args.write, args.check)
     show(summary(result))
     return 0
 
