@@ -3,13 +3,19 @@
     python3 perturb_attention.py            print the lab's trace as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
-    python3 perturb_attention.py --table    each map as an aligned table, the changed rows marked
-    python3 perturb_attention.py --svg FILE the maps side by side as heatmaps
+    python3 perturb_attention.py --table    Q, K, V, S, A and Z, then each change's rows in full
+    python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
+    python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
+    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py)
+    python3 perturb_attention.py --head FILE [--ablate-value J] [--set-query I=a,b]
+                                 [--scale-key J=c] [--block I,J] [--bug post-softmax]
+                                            a head and an intervention of your own
 
-The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln
-2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2), WV = [[2, 0], [0,
-4]], and a causal mask. Rows are positions; row indices in the output are 0-based. One head, after
-projection only: no bias, dropout, normalization, residual or output projection.
+The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
+c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
+WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the output are
+0-based. One head, after projection only: no bias, dropout, normalization, residual or output
+projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
 what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
