@@ -26,7 +26,7 @@ import sys
 import traceback
 
 import perturb_attention as lab
-from attention import attend, causal_mask, masked_softmax, no_mask
+from attention import attend, masked_softmax, matmul, transpose
 from recorded import write_atomic
 
 TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
@@ -219,13 +219,13 @@ def _softmax_rows(scores, allowed):
 def known_mistakes(q, k, v, allowed):
     """{mistake, in plain words: the weights it produces} for the baseline head."""
     d = len(q[0])
-    raw = [[sum(a * b for a, b in zip(q_i, k_j)) for k_j in k] for q_i in q]
+    raw = matmul(q, transpose(k))
     inverted = [[not ok for ok in row] for row in allowed]
     masked = [[s / math.sqrt(d) if ok else NEG_INF for s, ok in zip(row, ok_row)]
               for row, ok_row in zip(raw, allowed)]
-    columns = [list(col) for col in zip(*masked)]
-    column_softmax = [list(row) for row in zip(*_softmax_rows(
-        columns, [[s != NEG_INF for s in col] for col in columns]))]
+    columns = transpose(masked)
+    by_column = _softmax_rows(columns, [[s != NEG_INF for s in col] for col in columns])
+    column_softmax = [None] * len(q) if None in by_column else transpose(by_column)
     return {
         "the mask is applied after the softmax and the rows are not renormalised (they sum to "
         "less than 1): softmax over the allowed sources only, or divide again by the row's sum":
