@@ -1,15 +1,14 @@
 """How fast does bpe.train learn a tokenizer, and bpe encode a long word? A benchmark, not a test.
 
-    python3 bench_bpe.py                          seeded pseudo-English, 1 MB -> 512 and 5 MB -> 1024
-    python3 bench_bpe.py --corpus PATH            the text of a file, or of every .txt file under a
-                                                  folder (sorted), lower-cased and filtered to the
-                                                  lesson's alphabet
-    python3 bench_bpe.py --quick                  100 kB -> 300 only
-    python3 bench_bpe.py --record                 also write the output to bench-bpe.txt
+    python3 bench_bpe.py                  seeded pseudo-English, 1 MB -> 512 and 5 MB -> 1024
+    python3 bench_bpe.py --corpus PATH    the text of a file, or of every .txt file under a folder
+                                          (sorted), lower-cased and filtered to the alphabet
+    python3 bench_bpe.py --quick          100 kB -> 300 only
+    python3 bench_bpe.py --record         also write the output to bench-bpe.txt
     RAYON_NUM_THREADS=1 VENV/bin/python bench_bpe.py --rust ...
-                                                  also time HuggingFace `tokenizers` (Rust) on one
-                                                  thread, from a scratch virtual environment that has
-                                                  it; this folder never needs it
+                                          also time HuggingFace `tokenizers` (Rust) on one thread,
+                                          from a scratch virtual environment that has it; this
+                                          folder never needs it
 
 For each size it times four trainers that learn the same vocabulary:
   bpe.train          the fast trainer: one regex pass, distinct chunks, a heap of pair counts
@@ -18,8 +17,8 @@ For each size it times four trainers that learn the same vocabulary:
                      every merge: the obvious improvement on the plain trainer
   bpe.train_plain    recounts every pair of the whole text before every merge (1 MB only: slow)
   Rust (tokenizers)  BpeTrainer with the equivalent pre-tokenizer " ?[a-z]+|[^a-z]"
-and checks that they learn the same merges (the Rust trainer: the same vocabulary). Then it encodes a
-word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
+and checks that they learn the same merges (the Rust trainer: the same vocabulary). Then it encodes
+a word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
 """
 
 import os
@@ -29,7 +28,7 @@ import time
 from collections import Counter
 
 from bpe import recount_merges, train, train_plain, word_counts
-from recorded import OneLineParser, Report, read_text
+from recorded import OneLineParser, Report, guarded, read_text
 
 SEED = 7
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-bpe.txt")
@@ -40,10 +39,13 @@ RUNS = 5             # bpe.train and the Rust trainer: the best of this many run
 
 def corpus(size, seed=SEED):
     """size characters of seeded pseudo-English: 3000 made-up words, the n-th most common drawn with
-    weight 1/n, in sentences of 4 to 14 words ending in ".", "!" or "?", with a newline now and then."""
+    weight 1/n, in sentences of 4 to 14 words ending in ".", "!" or "?", with a newline now and
+    then."""
     rng = random.Random(seed)
-    syllables = [c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"] + ["th", "sh", "an", "er", "in", "on"]
-    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(3000)})
+    syllables = ([c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"]
+                 + ["th", "sh", "an", "er", "in", "on"])
+    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3)))
+                    for _ in range(3000)})
     rng.shuffle(words)
     weights = [1 / n for n in range(1, len(words) + 1)]
     parts, length = [], 0
@@ -110,10 +112,12 @@ def timed(fn, *args):
 
 def main(argv=None):
     parser = OneLineParser(description="Time bpe.train against slower trainers and the Rust one.")
-    parser.add_argument("--corpus", metavar="PATH", help="train on this text (a file or a folder of "
-                                                         ".txt files) instead of the seeded one")
+    parser.add_argument("--corpus", metavar="PATH",
+                        help="train on this text (a file or a folder of .txt files) instead "
+                             "of the seeded one")
     parser.add_argument("--rust", action="store_true", help="also time HuggingFace tokenizers")
-    parser.add_argument("--record", action="store_true", help="also write the output to bench-bpe.txt")
+    parser.add_argument("--record", action="store_true",
+                        help="also write the output to bench-bpe.txt")
     parser.add_argument("--quick", action="store_true", help="100 kB to 300 tokens only")
     args = parser.parse_args(argv)
     sizes = [(100_000, 300)] if args.quick else [(1_000_000, 512), (5_000_000, 1024)]
@@ -123,8 +127,9 @@ def main(argv=None):
     described = (f"{args.corpus}, lower-cased and filtered to the lesson's alphabet" if args.corpus
                  else f"bench_bpe.corpus, seed {SEED}")
     threads = os.environ.get("RAYON_NUM_THREADS")
+    python = "VENV/bin/python" if args.rust else "python3"    # VENV: one that has tokenizers
     report.say("command: " + (f"RAYON_NUM_THREADS={threads} " if threads else "")
-               + "python3 bench_bpe.py " + " ".join(sys.argv[1:] if argv is None else argv))
+               + f"{python} bench_bpe.py " + " ".join(sys.argv[1:] if argv is None else argv))
     report.say(f"corpus: {described}; Python {sys.version.split()[0]}")
     for size, vocab_size in sizes:
         text = source[:size]
@@ -135,19 +140,23 @@ def main(argv=None):
         fast_s, fast = best_of(RUNS, train, text, vocab_size)
         distinct_s, distinct = timed(train_distinct_recount, text, vocab_size)
         if distinct != fast.merges:
-            print("error: bpe.train and the distinct recount learned different merges", file=sys.stderr)
+            print("error: bpe.train and the distinct recount learned different merges",
+                  file=sys.stderr)
             return 1
         report.say()
         report.say(f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} characters, "
                    f"{len(fast.merges)} merges)")
         report.say(f"bpe.train:                {fast_s:8.2f} s")
-        report.say(f"distinct recount:         {distinct_s:8.2f} s  ({distinct_s / fast_s:.1f}× slower)")
+        report.say(f"distinct recount:         {distinct_s:8.2f} s  "
+                   f"({distinct_s / fast_s:.1f}× slower)")
         if size <= 1_000_000:
             plain_s, plain = timed(train_plain, text, vocab_size)
             if plain.merges != fast.merges:
-                print("error: bpe.train and bpe.train_plain learned different merges", file=sys.stderr)
+                print("error: bpe.train and bpe.train_plain learned different merges",
+                      file=sys.stderr)
                 return 1
-            report.say(f"bpe.train_plain:          {plain_s:8.2f} s  ({plain_s / fast_s:.1f}× slower)")
+            report.say(f"bpe.train_plain:          {plain_s:8.2f} s  "
+                       f"({plain_s / fast_s:.1f}× slower)")
         if args.rust:
             rust_s, rust_vocab = min(train_rust(text, vocab_size) for _ in range(RUNS))
             same = "the same vocabulary" if rust_vocab == set(fast.vocab) else (
@@ -159,7 +168,8 @@ def main(argv=None):
         word = "".join(ch for ch in source if ch.isalpha())[:1_000_000]
         encode_s, ids = timed(tok.encode, word)
         report.say()
-        report.say(f"encode a word of {len(word):,} letters, no space, with {len(tok.vocab)} tokens: "
+        report.say(f"encode a word of {len(word):,} letters, no space, with {len(tok.vocab)} "
+                   f"tokens: "
                    f"{encode_s:.2f} s ({len(ids):,} ids)")
     if args.record:
         report.record(RECORD_PATH)
@@ -167,4 +177,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))
