@@ -13,8 +13,9 @@ weights, mixed, and its backward), then the lesson's layer. Standard library onl
 
 What it adds to the lesson's listing, without hiding a step:
   - a mask is a (T, S) matrix `allowed`: allowed[i][j] is True when query i may attend to source j
-    (the polarity of PyTorch's boolean `attn_mask`). A blocked pair is never computed: its score is
-    −∞, its weight exactly 0.0, and every sum stops at the last source a row reaches (0…i, causal);
+    (the polarity of PyTorch's boolean `attn_mask`). A blocked pair is never computed: its score
+    is −∞, its weight exactly 0.0, and every sum stops at the last source a row reaches (0…i
+    under the causal mask);
   - the "zero" bug's backward is exact: its 0.0 scores are constants, no gradient to q or k;
   - every sum is math.fsum, correctly rounded, so no value depends on the order of summation and
     leaving out a zero term changes no bit;
@@ -167,8 +168,8 @@ def attention_core(q, k, v, allowed, blocked_score=NEG_INF):
       mixed    (T, d_v) weights·v
       and q, k, v, allowed, blocked_score, which the backward needs.
 
-    blocked_score is −∞ for a correct mask; a finite one (the "zero" bug passes 0.0) still enters
-    the softmax, so the blocked source gets weight. A blocked pair's score is never computed;
+    blocked_score is −∞ for a correct mask; a finite one (the "zero" bug passes 0.0) still
+    enters the softmax, so the blocked source gets weight. A blocked pair's score is never computed;
     to see every score before a mask, pass no_mask(T, S).
     """
     scale = 1 / math.sqrt(len(q[0]))
@@ -189,8 +190,8 @@ def attention_core_backward(head, d_mixed):
     q, k, v, allowed = head["q"], head["k"], head["v"], head["allowed"]
     scores, weights = head["scores"], head["weights"]
     scale = 1 / math.sqrt(len(q[0]))
-    # Source j is read by queries j…T−1 under the causal mask: the end of column j. Reversed, those
-    # come first, reached_by[j] of them, and dot stops at the shorter list.
+    # Source j is read by queries j…T−1 under the causal mask: the end of column j. Reversed,
+    # those come first, reached_by[j] of them, and dot stops at the shorter list.
     reached_by = [reach(col[::-1]) for col in transpose(scores)]
 
     # forward: mixed = weights·v
@@ -200,8 +201,8 @@ def attention_core_backward(head, d_mixed):
     d_mixed_cols = [col[::-1] for col in transpose(d_mixed)]
     d_v = [[dot(a_col, dm_col) for dm_col in d_mixed_cols] for a_col in a_cols]
 
-    # forward: weights_i = softmax_row(scores_i). Per row, d_scores = a·(da − Σ a·da); a blocked
-    # score, and the "zero" bug's constant 0.0, has no gradient.
+    # forward: weights_i = softmax_row(scores_i). Per row, d_scores = a·(da − Σ a·da); a
+    # blocked score, and the "zero" bug's constant 0.0, has no gradient.
     d_scores = []
     for a_i, da_i, allowed_i in zip(weights, d_weights, allowed):
         a_da = dot(a_i, da_i)
