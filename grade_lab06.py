@@ -168,11 +168,6 @@ def _time_limit():
 
 # ---- comparing ---------------------------------------------------------------------------------
 
-def fresh():
-    """Our Q, K, V and the causal mask, as new lists."""
-    return lab.projected()
-
-
 def copies(*matrices):
     return tuple([list(row) for row in m] for m in matrices)
 
@@ -260,7 +255,7 @@ def diagnose(weights, q, k, v, allowed):
 def checks(learner):
     """Yield (passed, line) for every check, in the lab's order."""
     # Part 3, one function at a time
-    ours_q, ours_k, ours_v, allowed = fresh()
+    ours_q, ours_k, ours_v, allowed = lab.projected()
     for name, (left, right), want in (("Q = X·WQ", (lab.X, lab.WQ), ours_q),
                                       ("K = X·WK", (lab.X, lab.WK), ours_k),
                                       ("V = X·WV", (lab.X, lab.WV), ours_v)):
@@ -279,7 +274,7 @@ def checks(learner):
     yield _rejects("masked_softmax rejects a row with nothing allowed", got, error)
 
     # the baseline
-    q, k, v, allowed = fresh()
+    q, k, v, allowed = lab.projected()
     first, error = learner.call("attention", *copies(q, k, v, allowed))
     if error:
         yield _line("attention: the baseline", error)
@@ -288,7 +283,7 @@ def checks(learner):
         yield from _baseline(first, q, k, v, allowed)
 
     # a mask that is not causal, whose every row keeps a source when inverted: polarity shows here
-    q, k, v, _ = fresh()
+    q, k, v, _ = lab.projected()
     mixed_mask = [[True, False, True], [False, True, True], [True, True, False]]
     got, error = learner.call("attention", *copies(q, k, v, mixed_mask))
     problem = error or _result_problem(got) or mismatch(
@@ -313,7 +308,7 @@ def checks(learner):
 
     # the interventions, each on fresh copies
     for key, change in lab.INTERVENTIONS.items():
-        q, k, v, allowed = fresh()
+        q, k, v, allowed = lab.projected()
         change(q, k, v, allowed)
         want = attend(q, k, v, allowed)
         got, error = learner.call("attention", *copies(q, k, v, allowed))
@@ -327,7 +322,7 @@ def checks(learner):
         yield _rejects(f"attention rejects {what}", got, error, type_error_too="bool" in what)
 
     # inputs left as they were, and the baseline unchanged after everything
-    q, k, v, allowed = fresh()
+    q, k, v, allowed = lab.projected()
     before = copies(q, k, v, allowed)
     got, error = learner.call("attention", q, k, v, allowed)
     edited = [name for name, a, b in zip(("Q", "K", "V", "allowed"), (q, k, v, allowed), before)
@@ -335,13 +330,13 @@ def checks(learner):
     yield _line("attention leaves Q, K, V and allowed as they were", error or (
         f"the inputs were edited in place ({', '.join(edited)} changed): work on copies"
         if edited else None))
-    again, error = learner.call("attention", *copies(*fresh()))
+    again, error = learner.call("attention", *copies(*lab.projected()))
     yield _line("the baseline comes out the same after all of the above", error or (
         None if first is None or again == first else "a second run gave other numbers: does the "
                                                      "function keep state between calls?"))
 
     # the optional checks
-    q, k, v, allowed = fresh()
+    q, k, v, allowed = lab.projected()
     shifted_v = [[a + b for a, b in zip(row, lab.SHIFT)] for row in v]
     got, error = learner.call("attention", *copies(q, k, shifted_v, allowed))
     base = attend(q, k, v, allowed)["mixed"]
@@ -389,7 +384,7 @@ def _result_problem(got):
 
 def rejection_cases():
     """(what, arguments) for each input the lab asks attention to reject."""
-    q, k, v, allowed = fresh()
+    q, k, v, allowed = lab.projected()
     nan = [list(row) for row in q]
     nan[2][1] = math.nan
     return [

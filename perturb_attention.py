@@ -451,20 +451,17 @@ def _run(args):
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
     changes = parse_changes(args)
-    if args.head is not None or changes or args.bug:
-        head = read_head(args.head) if args.head is not None else HEAD
-        result = experiment(head, changes, args.bug)
-        json_text = to_json(rounded(result, DIGITS))
-    else:
-        head, result = HEAD, lab()
-        json_text = to_json(rounded(result, DIGITS))
+    own = args.head is not None or changes or args.bug     # an experiment, not the lab's trace
+    head = read_head(args.head) if args.head is not None else HEAD
+    result = experiment(head, changes, args.bug) if own else lab()
     if args.svg is not None:
         save_view(args.svg, lab_svg(result, head, changes))
     if args.table:
         show(lab_table(result, head, changes))
     if args.svg is not None or args.table:
         return 0
-    if args.head is not None or changes or args.bug:
+    json_text = to_json(rounded(result, DIGITS))
+    if own:
         show(json_text)
         return 0
     return write_or_check(json_text, TRACE_PATH, args.write, args.check)

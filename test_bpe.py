@@ -29,6 +29,14 @@ LESSON = os.path.join(HERE, "tokenizer.json")
 SEED = 1234
 
 
+def assert_round_trips(test, tok, cases, longest):
+    """decode(encode(text)) == text for seeded random strings over tok's alphabet."""
+    rng = random.Random(SEED)
+    for case in range(cases):
+        text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, longest)))
+        test.assertEqual(tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}")
+
+
 def load_lesson():
     return Tokenizer.load(LESSON)
 
@@ -69,13 +77,7 @@ class LessonTokenizer(unittest.TestCase):
             self.assertEqual(tok.encode(token), [i], f"token {i} {token!r}")
 
     def test_decode_inverts_encode_on_seeded_random_strings(self):
-        tok = load_lesson()
-        rng = random.Random(SEED)
-        for case in range(300):
-            text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 40)))
-            self.assertEqual(
-                tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}"
-            )
+        assert_round_trips(self, load_lesson(), cases=300, longest=40)
 
     def test_save_and_load_give_the_same_encoder(self):
         tok = load_lesson()
@@ -270,13 +272,7 @@ class Training(unittest.TestCase):
                 self.assertEqual(word_counts(text), Counter(c for c in chunks(text) if len(c) > 1))
 
     def test_round_trip_over_the_trained_alphabet(self):
-        tok = self.trained
-        rng = random.Random(SEED)
-        for case in range(200):
-            text = "".join(rng.choice(tok.alphabet) for _ in range(rng.randint(0, 60)))
-            self.assertEqual(
-                tok.decode(tok.encode(text)), text, f"seed {SEED}, case {case}: {text!r}"
-            )
+        assert_round_trips(self, self.trained, cases=200, longest=60)
 
     def test_a_trained_tokenizer_saves_and_loads_as_the_same_encoder(self):
         text, tok = self.text, self.trained

@@ -13,6 +13,8 @@ from fractions import Fraction
 
 from bench_attention import multiply_adds
 import bpe
+import train_attention
+import views
 from helpers_for_tests import run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -262,6 +264,13 @@ class ReadmeIsTrue(unittest.TestCase):
             self.assertTrue(
                 flat(figure) in readme, f"README.md should quote, from training-run.json:\n{figure}"
             )
+
+    def test_limits_the_readme_quotes_are_the_codes(self):
+        readme = flat(read("README.md"))
+        self.assertIn(f"sentence of up to {views.MAX_TOKENS} tokens", readme)
+        self.assertIn(f"(the limit is {views.MAX_TOKENS})", readme)
+        self.assertIn(f"keeps the {bpe.CHUNK_CACHE_SIZE:,} most recent", readme)
+        self.assertIn(f"on {train_attention.TRAIN_STORIES} such stories", readme)
 
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")

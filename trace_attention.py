@@ -269,10 +269,11 @@ def _run(args):
     if args.svg is not None:
         save_view(args.svg, weights_svg(sentence, tokenizer))
     if args.table:
-        t = trace(sentence, changed, tokenizer)
-        tokenizer, params, table_ = lesson_setup(tokenizer)
-        run = attention_forward(params, inputs(tokenizer, sentence, table_)[1])
-        show(table(t, args.show, run))
+        run = None
+        if "mixed" in args.show:          # the one intermediate the trace does not record
+            tokenizer, params, embedding = lesson_setup(tokenizer)
+            run = attention_forward(params, inputs(tokenizer, sentence, embedding)[1])
+        show(table(trace(sentence, changed, tokenizer), args.show, run))
     if args.svg is not None or args.table:
         return 0
     return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
