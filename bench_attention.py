@@ -32,7 +32,7 @@ from math import fsum
 from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
-from recorded import OneLineParser, Report, guarded
+from cli import OneLineParser, Report, guarded
 from reference import dense_reference
 
 D_MODEL, D_HEAD = 64, 16

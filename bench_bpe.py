@@ -28,33 +28,14 @@ import time
 from collections import Counter
 
 from bpe import recount_merges, train, train_plain, word_counts
-from recorded import OneLineParser, Report, guarded, read_text
+from cli import OneLineParser, Report, guarded
+from reference import corpus
+from safe_io import read_text
 
-SEED = 7
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-bpe.txt")
 ALPHABET = set("\n !,.?abcdefghijklmnopqrstuvwxyz")     # the lesson's tokenizer's 32 characters
 RUST_PATTERN = r" ?[a-z]+|[^a-z]"                          # bpe.chunks, for text in ALPHABET
 RUNS = 5             # bpe.train and the Rust trainer: the best of this many runs
-
-
-def corpus(size, seed=SEED):
-    """size characters of seeded pseudo-English: 3000 made-up words, the n-th most common drawn with
-    weight 1/n, in sentences of 4 to 14 words ending in ".", "!" or "?", with a newline now and
-    then."""
-    rng = random.Random(seed)
-    syllables = ([c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"]
-                 + ["th", "sh", "an", "er", "in", "on"])
-    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3)))
-                    for _ in range(3000)})
-    rng.shuffle(words)
-    weights = [1 / n for n in range(1, len(words) + 1)]
-    parts, length = [], 0
-    while length < size:
-        sentence = " ".join(rng.choices(words, weights, k=rng.randint(4, 14))) + rng.choice(".!?")
-        sentence += "\n" if rng.random() < 0.1 else " "
-        parts.append(sentence)
-        length += len(sentence)
-    return "".join(parts)[:size]
 
 
 def text_of(path):
@@ -125,7 +106,7 @@ def main(argv=None):
     report = Report()
     source = text_of(args.corpus) if args.corpus else corpus(max(size for size, _ in sizes))
     described = (f"{args.corpus}, lower-cased and filtered to the lesson's alphabet" if args.corpus
-                 else f"bench_bpe.corpus, seed {SEED}")
+                 else "reference.corpus, its default seed")
     threads = os.environ.get("RAYON_NUM_THREADS")
     python = "VENV/bin/python" if args.rust else "python3"    # VENV: one that has tokenizers
     report.say("command: " + (f"RAYON_NUM_THREADS={threads} " if threads else "")

@@ -35,8 +35,9 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-from recorded import (OneLineParser, check_output_path, guarded, read_text, show, to_json,
-                      write_atomic)
+from cli import OneLineParser, guarded, show
+from golden import to_json
+from safe_io import check_output_path, read_text, write_atomic
 
 FORMAT_VERSION = 1
 CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers

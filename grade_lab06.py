@@ -25,9 +25,9 @@ import signal
 import sys
 import traceback
 
-import perturb_attention as lab
+import lab06
 from attention import attend, masked_softmax, matmul, transpose
-from recorded import write_atomic
+from safe_io import write_atomic
 
 TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
 TIME_LIMIT = 3            # seconds one call of the learner's code may take
@@ -224,7 +224,7 @@ def known_mistakes(q, k, v, allowed):
     return {
         "the mask is applied after the softmax and the rows are not renormalised (they sum to "
         "less than 1): softmax over the allowed sources only, or divide again by the row's sum":
-            lab.buggy_post_softmax(q, k, v, allowed)[0],
+            lab06.buggy_post_softmax(q, k, v, allowed)[0],
         "the scores are not scaled: divide Q·Kᵀ by √d (here √2)":
             _softmax_rows(raw, allowed),
         "the scores are divided by d, not √d":
@@ -255,10 +255,10 @@ def diagnose(weights, q, k, v, allowed):
 def checks(learner):
     """Yield (passed, line) for every check, in the lab's order."""
     # Part 3, one function at a time
-    ours_q, ours_k, ours_v, allowed = lab.projected()
-    for name, (left, right), want in (("Q = X·WQ", (lab.X, lab.WQ), ours_q),
-                                      ("K = X·WK", (lab.X, lab.WK), ours_k),
-                                      ("V = X·WV", (lab.X, lab.WV), ours_v)):
+    ours_q, ours_k, ours_v, allowed = lab06.projected()
+    for name, (left, right), want in (("Q = X·WQ", (lab06.X, lab06.WQ), ours_q),
+                                      ("K = X·WK", (lab06.X, lab06.WK), ours_k),
+                                      ("V = X·WV", (lab06.X, lab06.WV), ours_v)):
         got, error = learner.call("matmul", *copies(left, right))
         yield _line(f"matmul: {name}", error or mismatch(got, want))
     got, error = learner.call("matmul", [[1.0, 2.0, 3.0]], [[1.0], [2.0]])
@@ -274,7 +274,7 @@ def checks(learner):
     yield _rejects("masked_softmax rejects a row with nothing allowed", got, error)
 
     # the baseline
-    q, k, v, allowed = lab.projected()
+    q, k, v, allowed = lab06.projected()
     first, error = learner.call("attention", *copies(q, k, v, allowed))
     if error:
         yield _line("attention: the baseline", error)
@@ -283,7 +283,7 @@ def checks(learner):
         yield from _baseline(first, q, k, v, allowed)
 
     # a mask that is not causal, whose every row keeps a source when inverted: polarity shows here
-    q, k, v, _ = lab.projected()
+    q, k, v, _ = lab06.projected()
     mixed_mask = [[True, False, True], [False, True, True], [True, True, False]]
     got, error = learner.call("attention", *copies(q, k, v, mixed_mask))
     problem = error or _result_problem(got) or mismatch(
@@ -307,14 +307,14 @@ def checks(learner):
     yield _line("a blocked source gets no weight when every score is near −1e10", problem)
 
     # the interventions, each on fresh copies
-    for key, change in lab.INTERVENTIONS.items():
-        q, k, v, allowed = lab.projected()
+    for key, change in lab06.INTERVENTIONS.items():
+        q, k, v, allowed = lab06.projected()
         change(q, k, v, allowed)
         want = attend(q, k, v, allowed)
         got, error = learner.call("attention", *copies(q, k, v, allowed))
         problem = error or _result_problem(got) or mismatch(got["weights"], want["weights"]) or \
             mismatch(got["output"], want["mixed"])
-        yield _line(f"intervention {lab.TITLES[key]}", problem)
+        yield _line(f"intervention {lab06.TITLES[key]}", problem)
 
     # what the lab asks to reject
     for what, args in rejection_cases():
@@ -322,7 +322,7 @@ def checks(learner):
         yield _rejects(f"attention rejects {what}", got, error, type_error_too="bool" in what)
 
     # inputs left as they were, and the baseline unchanged after everything
-    q, k, v, allowed = lab.projected()
+    q, k, v, allowed = lab06.projected()
     before = copies(q, k, v, allowed)
     got, error = learner.call("attention", q, k, v, allowed)
     edited = [name for name, a, b in zip(("Q", "K", "V", "allowed"), (q, k, v, allowed), before)
@@ -330,21 +330,21 @@ def checks(learner):
     yield _line("attention leaves Q, K, V and allowed as they were", error or (
         f"the inputs were edited in place ({', '.join(edited)} changed): work on copies"
         if edited else None))
-    again, error = learner.call("attention", *copies(*lab.projected()))
+    again, error = learner.call("attention", *copies(*lab06.projected()))
     yield _line("the baseline comes out the same after all of the above", error or (
         None if first is None or again == first else "a second run gave other numbers: does the "
                                                      "function keep state between calls?"))
 
     # the optional checks
-    q, k, v, allowed = lab.projected()
-    shifted_v = [[a + b for a, b in zip(row, lab.SHIFT)] for row in v]
+    q, k, v, allowed = lab06.projected()
+    shifted_v = [[a + b for a, b in zip(row, lab06.VALUE_SHIFT)] for row in v]
     got, error = learner.call("attention", *copies(q, k, shifted_v, allowed))
     base = attend(q, k, v, allowed)["mixed"]
     yield _line("optional: adding [1, −2] to every value shifts each output by [1, −2]",
                 error or _result_problem(got) or mismatch(
-                    got["output"], [[a + b for a, b in zip(row, lab.SHIFT)] for row in base]))
+                    got["output"], [[a + b for a, b in zip(row, lab06.VALUE_SHIFT)] for row in base]))
     scores = [math.log(2), math.log(2), 2 * math.log(2)]
-    got, error = learner.call("masked_softmax", [s + lab.SCORE_OFFSET for s in scores],
+    got, error = learner.call("masked_softmax", [s + lab06.SCORE_OFFSET for s in scores],
                               [True, True, True])
     yield _line("optional: adding 1000 to every score keeps the weights [1/4, 1/4, 1/2]",
                 error or mismatch([got], [[0.25, 0.25, 0.5]]))
@@ -356,7 +356,7 @@ def _baseline(got, q, k, v, allowed):
     if problem:
         yield _line("attention: the baseline", problem)
         return
-    want = lab.baseline()
+    want = lab06.baseline()
     blocked = [[not ok for ok in row] for row in allowed]
     yield _line("baseline scores = Q·Kᵀ/√2, before the mask",
                 mismatch(got["scores"], want["scores"]))
@@ -384,7 +384,7 @@ def _result_problem(got):
 
 def rejection_cases():
     """(what, arguments) for each input the lab asks attention to reject."""
-    q, k, v, allowed = lab.projected()
+    q, k, v, allowed = lab06.projected()
     nan = [list(row) for row in q]
     nan[2][1] = math.nan
     return [

@@ -1,6 +1,9 @@
 """What the test files share: running a command line as a learner runs it, and asserting on errors.
 
     run_in_copy(script, *args)     the script in a temporary copy of this folder, as a subprocess
+    run_script(script, *args)      a script run as `python3 script args` runs it, but in this
+                                   process (fast): its own code as __main__, output captured;
+                                   folder= makes it find its files in another folder
     run_main(main, *args)          a command line's main(argv) in this process, output captured
     MessageAssertions              assertMessage (an exception and its message) and
                                    assertOneLineError (one line on stderr, non-zero exit,
@@ -48,6 +51,28 @@ def run_in_copy(script, *args, prepare=None):
             prepare(tmp)
         return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True,
                               text=True)
+
+
+_COMPILED = {}
+
+
+def run_script(script, *args, folder=None, cwd=None):
+    """Run a script of this folder as `python3 script *args` would, in this process: a fresh
+    __main__ namespace each time, sys.argv set, output captured, SystemExit caught. The modules it
+    imports are this process's. With folder, the script's __file__ lies there, so the files it finds
+    beside itself (its recorded trace) are that folder's. Returns returncode, stdout and stderr."""
+    path = os.path.join(HERE, script)
+    if path not in _COMPILED:
+        with open(path, encoding="utf-8") as f:
+            _COMPILED[path] = compile(f.read(), path, "exec")
+    namespace = {"__name__": "__main__", "__file__": os.path.join(folder or HERE, script),
+                 "__builtins__": __builtins__}
+    argv = sys.argv
+    sys.argv = [script, *args]
+    try:
+        return run_main(lambda _: exec(_COMPILED[path], namespace), cwd=cwd)
+    finally:
+        sys.argv = argv
 
 
 def run_main(main, *args, cwd=None):

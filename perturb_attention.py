@@ -25,270 +25,23 @@ through `attend`, the core the lesson's layer uses.
 """
 
 import argparse
-import json
-import math
 import os
 import sys
-from math import fsum
 
-from attention import attend, causal_mask, masked_softmax, matmul, no_mask
-from checks import check_matrix
-from recorded import (changed_rows, guarded, parse_trace_args, read_text, rounded, save_view,
-                      show, to_json, trace_parser, write_or_check)
+import lab06
+from cli import guarded, parse_trace_args, save_view, show, trace_parser
+from golden import rounded, to_json, write_or_check
+from lab06 import DIGITS, HEAD, INTERVENTIONS, TITLES, projected, subscript
 from views import heatmaps_svg, number, panel, text_table
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRACE_PATH = os.path.join(HERE, "perturb-trace.json")
-DIGITS = 10
-
-# kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
-C = math.sqrt(2) * math.log(2)
-X = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
-WQ = [[1.0, 0.0], [0.0, 1.0]]
-WK = [[C, 0.0], [0.0, C]]
-WV = [[2.0, 0.0], [0.0, 4.0]]
-SHIFT = [1.0, -2.0]
-EQUAL_MIXTURE_VALUES = [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]]
-EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
-SCORE_OFFSET = 1000.0
-
-
-HEAD = {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))}
-
-
-def projected(head=HEAD):
-    """Fresh Q = X·WQ, K = X·WK, V = X·WV and a copy of the allowed mask: new lists on every
-    call. The lab's head by default: each (3, 2), and the causal (3, 3) mask."""
-    return (matmul(head["X"], head["WQ"]), matmul(head["X"], head["WK"]),
-            matmul(head["X"], head["WV"]), [list(row) for row in head["allowed"]])
-
-
-def buggy_post_softmax(q, k, v, allowed):
-    """The deliberate bug: softmax over every source, then zero the blocked weights without
-    renormalizing.
-    Returns (weights, output). The future has already entered each row's denominator."""
-    unmasked = attend(q, k, v, no_mask(len(q), len(k)))["weights"]
-    weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)]
-               for row, allowed_row in zip(unmasked, allowed)]
-    return weights, matmul(weights, v)
-
-
-def baseline(head=HEAD):
-    """Q, K, V, the scores before and after the mask, the weights and the output of a head."""
-    q, k, v, allowed = projected(head)
-    head = attend(q, k, v, allowed)
-    # the scores before the mask are the scores of a run where nothing is blocked
-    return {"Q": q, "K": k, "V": v,
-            "scores": attend(q, k, v, no_mask(len(q), len(k)))["scores"],
-            "masked_scores": head["scores"], "weights": head["weights"], "output": head["mixed"]}
-
-
-def intervene(change, base, head=HEAD):
-    """Apply change(q, k, v, allowed) to fresh copies, run attend, and compare with the baseline."""
-    q, k, v, allowed = projected(head)
-    change(q, k, v, allowed)
-    head = attend(q, k, v, allowed)
-    return {"weights": head["weights"], "output": head["mixed"],
-            "weight_rows_changed": changed_rows(base["weights"], head["weights"]),
-            "output_rows_changed": changed_rows(base["output"], head["mixed"])}
-
-
-def ablate_value(q, k, v, allowed):
-    v[1] = [0.0, 0.0]                      # v₂ := 0; the weights are not renormalized
-
-
-def perturb_query(q, k, v, allowed):
-    q[2] = [1.0, 0.0]                      # q₃ := [1, 0]
-
-
-def remove_connection(q, k, v, allowed):
-    allowed[2][1] = False                  # destination 3 may not read source 2; token 2 stays
-
-
-def double_future_key(q, k, v, allowed):
-    k[2] = [2 * value for value in k[2]]   # k₃ := 2·k₃
-
-
-INTERVENTIONS = {"value_ablation": ablate_value, "query_perturbation": perturb_query,
-                 "connection_removal": remove_connection,
-                 "future_key_perturbation": double_future_key}
-
-
-def lab():
-    """Everything the lab records, in the order perturb-trace.json keeps it."""
-    first = baseline()
-    q, k, v, allowed = projected()
-    buggy_weights, buggy_output = buggy_post_softmax(q, k, v, allowed)
-
-    interventions = {name: intervene(change, first) for name, change in INTERVENTIONS.items()}
-    q, k, v, allowed = projected()
-    double_future_key(q, k, v, allowed)
-    interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
-        q, k, v, allowed)[1]
-
-    # Checks: the same weights with every value shifted; two different maps with one mixture; and
-    # the softmax's indifference to a constant added to a row.
-    q, k, v, allowed = projected()
-    shifted = [[a + b for a, b in zip(row, SHIFT)] for row in v]
-    offset_weights = [masked_softmax([s + SCORE_OFFSET for s in row], ok)
-                      for row, ok in zip(first["masked_scores"], allowed)]
-    checks = {
-        "shared_value_shift": {
-            "shift": SHIFT,
-            "output": attend(q, k, shifted, allowed)["mixed"],
-            "buggy_output": buggy_post_softmax(q, k, shifted, allowed)[1],
-        },
-        "equal_mixtures": {
-            "values": EQUAL_MIXTURE_VALUES,
-            "weights_a": EQUAL_MIXTURE_WEIGHTS[0],
-            "weights_b": EQUAL_MIXTURE_WEIGHTS[1],
-            "output_a": matmul([EQUAL_MIXTURE_WEIGHTS[0]], EQUAL_MIXTURE_VALUES)[0],
-            "output_b": matmul([EQUAL_MIXTURE_WEIGHTS[1]], EQUAL_MIXTURE_VALUES)[0],
-        },
-        "score_offset": {
-            "offset": SCORE_OFFSET,
-            "weights": first["weights"],
-            "offset_weights": offset_weights,
-            "max_difference": max(abs(a - b)
-                                  for row_a, row_b in zip(first["weights"], offset_weights)
-                                  for a, b in zip(row_a, row_b)),
-        },
-    }
-    return {
-        "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
-        "baseline": first,
-        "buggy_post_softmax": {"weights": buggy_weights,
-                               "row_sums": [fsum(row) for row in buggy_weights],
-                               "output": buggy_output},
-        "interventions": interventions,
-        "checks": checks,
-        "baseline_unchanged": baseline() == first,
-    }
-
-
-# ---- experiments of your own: any head, any intervention -------------------------------------
-
-def read_head(path):
-    """A head from a JSON file {"X": …, "WQ": …, "WK": …, "WV": …} with an optional "allowed"
-    (default: causal). Any number of positions and any widths that fit; raises ValueError naming
-    the file and what is wrong, with the lab's rejections."""
-    name = os.path.basename(path)
-    try:
-        data = json.loads(read_text(path))
-    except RecursionError:
-        raise ValueError(f"{name} is nested too deeply to be a head") from None
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{name} must hold a JSON object with X, WQ, WK and WV, "
-                         f"got {type(data).__name__}")
-    missing = [key for key in ("X", "WQ", "WK", "WV") if key not in data]
-    unknown = sorted(set(data) - {"X", "WQ", "WK", "WV", "allowed"})
-    if missing or unknown:
-        raise ValueError(f"{name} must have X, WQ, WK, WV and may have allowed; "
-                         f"{'missing ' + ', '.join(missing) if missing else ''}"
-                         f"{'; ' if missing and unknown else ''}"
-                         f"{'unknown ' + ', '.join(unknown) if unknown else ''}")
-    head = {key: data[key] for key in ("X", "WQ", "WK", "WV")}
-    head["allowed"] = data.get("allowed", causal_mask(len(data["X"]) if isinstance(data["X"], list)
-                                                      else 0))
-    try:
-        for key in ("X", "WQ", "WK", "WV"):
-            check_matrix(key, head[key])
-        q, k, v, allowed = projected(head)
-        attend(q, k, v, allowed)          # the lab's rejections, all at the door
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"{name}: {e}") from None
-    return head
-
-
-def parse_changes(args):
-    """The intervention flags, positions counted from 1 as the lab counts them, as a list of
-    (description, change) in the order given. Raises ValueError for a position or width that does
-    not fit the head (checked when the change is applied)."""
-    changes = []
-    for j in args.ablate_value or []:
-        changes.append((f"v{_sub(j)} := 0", _ablation(j)))
-    for i, values in args.set_query or []:
-        changes.append((f"q{_sub(i)} := {values}", _query(i, values)))
-    for j, c in args.scale_key or []:
-        changes.append((f"k{_sub(j)} := {c:g}·k{_sub(j)}", _key_scale(j, c)))
-    for i, j in args.block or []:
-        changes.append((f"{i} ↛ {j}", _block(i, j)))
-    return changes
-
-
-def _sub(n):
-    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
-
-
-def _position(n, count, what):
-    if not 1 <= n <= count:
-        raise ValueError(f"{what} {n} is not a position of this head: expected 1 to {count}")
-    return n - 1
-
-
-def _ablation(j):
-    def change(q, k, v, allowed):
-        v[_position(j, len(v), "--ablate-value")] = [0.0] * len(v[0])
-    return change
-
-
-def _query(i, values):
-    def change(q, k, v, allowed):
-        if len(values) != len(q[0]):
-            raise ValueError(f"--set-query needs {len(q[0])} numbers for this head, got "
-                             f"{len(values)}")
-        q[_position(i, len(q), "--set-query")] = list(values)
-    return change
-
-
-def _key_scale(j, c):
-    def change(q, k, v, allowed):
-        at = _position(j, len(k), "--scale-key")
-        k[at] = [c * value for value in k[at]]
-    return change
-
-
-def _block(i, j):
-    def change(q, k, v, allowed):
-        row = _position(i, len(q), "--block query")
-        allowed[row][_position(j, len(k), "--block source")] = False
-    return change
-
-
-def experiment(head, changes, bug):
-    """The head and its baseline; with changes, the one intervention they make together (applied
-    in order to fresh copies); with bug, the buggy procedure on the baseline."""
-    base = baseline(head)
-    result = {"head": head, "baseline": base}
-    if changes:
-        def change(q, k, v, allowed):
-            for _, one in changes:
-                one(q, k, v, allowed)
-        result["intervention"] = intervene(change, base, head)
-        result["intervention"]["changes"] = [description for description, _ in changes]
-        q, k, v, allowed = projected(head)
-        change(q, k, v, allowed)
-        result["intervention"]["buggy_output"] = buggy_post_softmax(q, k, v, allowed)[1]
-    if bug:
-        weights, output = buggy_post_softmax(*projected(head))
-        result["buggy_post_softmax"] = {"weights": weights, "row_sums": [fsum(r) for r in weights],
-                                        "output": output}
-    return result
+TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perturb-trace.json")
 
 
 # ---- views for a person -----------------------------------------------------------------------
 
-TITLES = {"value_ablation": "value ablation: v₂ := 0",
-          "query_perturbation": "query perturbation: q₃ := [1, 0]",
-          "connection_removal": "connection removal: 3 ↛ 2",
-          "future_key_perturbation": "future key: k₃ := 2·k₃"}
-
-
 def position_labels(T):
     """x₁ … x_T: positions counted from 1, as the lab counts them."""
-    return [f"x{_sub(i + 1)}" for i in range(T)]
+    return [f"x{subscript(i + 1)}" for i in range(T)]
 
 
 def cases(result, head=HEAD, changes=()):
@@ -302,7 +55,7 @@ def cases(result, head=HEAD, changes=()):
         return [[not ok for ok in row] for row in allowed]
 
     def combined(q, k, v, allowed):
-        for _, change in changes:
+        for change in changes:
             change(q, k, v, allowed)
 
     base = result["baseline"]
@@ -398,62 +151,83 @@ def main(argv=None):
     parser.add_argument("--head", metavar="FILE",
                         help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
                              'with an optional "allowed" (default causal)')
-    parser.add_argument("--ablate-value", metavar="J", type=int, action="append",
-                        help="v_J := 0 (repeatable)")
+    parser.add_argument("--ablate-value", metavar="J", type=_ablate_value, action="append",
+                        dest="changes", help="v_J := 0 (repeatable)")
     parser.add_argument("--set-query", metavar="I=a,b,...", type=_set_query, action="append",
-                        help="q_I := [a, b, ...] (repeatable)")
+                        dest="changes", help="q_I := [a, b, ...] (repeatable)")
     parser.add_argument("--scale-key", metavar="J=c", type=_scale_key, action="append",
-                        help="k_J := c·k_J (repeatable)")
-    parser.add_argument("--block", metavar="I,J", type=_pair, action="append",
-                        help="query I may no longer read source J (repeatable)")
+                        dest="changes", help="k_J := c·k_J (repeatable)")
+    parser.add_argument("--block", metavar="I,J", type=_block, action="append",
+                        dest="changes", help="query I may no longer read source J (repeatable)")
     parser.add_argument("--bug", choices=["post-softmax"],
                         help="also show the buggy procedure: softmax, then zero the future")
     args = parse_trace_args(parser, argv, other_inputs=(
-        "scaffold", "grade", "head", "ablate_value", "set_query", "scale_key", "block", "bug"))
+        "scaffold", "grade", "head", "changes", "bug"))
     if args.scaffold is not None and args.grade is not None:
         parser.error("--scaffold and --grade are two steps: run one, then the other")
     return guarded(lambda: _run(args))
 
 
+def _flagged(flag, text, change):
+    """change, with the flag that asked for it named in its errors: a learner sees which one."""
+    def flagged_change(q, k, v, allowed):
+        try:
+            change(q, k, v, allowed)
+        except ValueError as e:
+            raise ValueError(f"{flag} {text}: {e}") from None
+    flagged_change.description = change.description
+    return flagged_change
+
+
+def _ablate_value(text):
+    try:
+        return _flagged("--ablate-value", text, lab06.ablate_value(int(text)))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--ablate-value takes a position J such as 2, "
+                                         f"got {text!r}") from None
+
+
 def _set_query(text):
     position, _, values = text.partition("=")
     try:
-        return int(position), [float(value) for value in values.split(",")]
+        change = lab06.set_query(int(position), [float(value) for value in values.split(",")])
     except ValueError:
         raise argparse.ArgumentTypeError(f"--set-query takes I=a,b,... such as 3=1,0, "
                                          f"got {text!r}") from None
+    return _flagged("--set-query", text, change)
 
 
 def _scale_key(text):
     position, _, factor = text.partition("=")
     try:
-        return int(position), float(factor)
+        change = lab06.scale_key(int(position), float(factor))
     except ValueError:
         raise argparse.ArgumentTypeError(f"--scale-key takes J=c such as 3=2, "
                                          f"got {text!r}") from None
+    return _flagged("--scale-key", text, change)
 
 
-def _pair(text):
+def _block(text):
     try:
         i, j = (int(n) for n in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"--block takes I,J such as 3,2, got {text!r}") from None
-    return i, j
+    return _flagged("--block", text, lab06.block(i, j))
 
 
 def _run(args):
     if args.scaffold is not None or args.grade is not None:
-        import grade_lab06    # here, not at the top: the grader imports this module for the head
+        import grade_lab06    # here, not at the top: only these two flags need the grader
         if args.scaffold is not None:
             print(grade_lab06.scaffold(args.scaffold))
             return 0
         lines, passed = grade_lab06.grade(args.grade)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
-    changes = parse_changes(args)
+    changes = args.changes or []
     own = args.head is not None or changes or args.bug     # an experiment, not the lab's trace
-    head = read_head(args.head) if args.head is not None else HEAD
-    result = experiment(head, changes, args.bug) if own else lab()
+    head = lab06.read_head(args.head) if args.head is not None else HEAD
+    result = lab06.experiment(head, changes, args.bug) if own else lab06.lab()
     if args.svg is not None:
         save_view(args.svg, lab_svg(result, head, changes))
     if args.table:

@@ -8,6 +8,7 @@ agree exactly. test_properties.py checks that on random shapes; bench_attention.
 """
 
 import math
+import random
 from math import fsum
 
 
@@ -51,3 +52,23 @@ def dense_reference(params, x, mask, d_out):
     paths = [mm(d_q, tr(Wq)), mm(d_k, tr(Wk)), mm(d_v, tr(Wv))]
     d_x = [[fsum(paths[n][i][c] for n in range(3)) for c in range(len(x[0]))] for i in range(T)]
     return out, weights, grads, d_x
+
+
+def corpus(size, seed=7):
+    """size characters of seeded pseudo-English: 3000 made-up words, the n-th most common drawn with
+    weight 1/n, in sentences of 4 to 14 words ending in ".", "!" or "?", with a newline now and
+    then."""
+    rng = random.Random(seed)
+    syllables = ([c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"]
+                 + ["th", "sh", "an", "er", "in", "on"])
+    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3)))
+                    for _ in range(3000)})
+    rng.shuffle(words)
+    weights = [1 / n for n in range(1, len(words) + 1)]
+    parts, length = [], 0
+    while length < size:
+        sentence = " ".join(rng.choices(words, weights, k=rng.randint(4, 14))) + rng.choice(".!?")
+        sentence += "\n" if rng.random() < 0.1 else " "
+        parts.append(sentence)
+        length += len(sentence)
+    return "".join(parts)[:size]

@@ -13,7 +13,8 @@ from unittest import mock
 import attention
 import bpe
 import checks
-import recorded
+import golden
+import safe_io
 import trace_attention as ta
 import views
 from attention import (
@@ -26,7 +27,8 @@ from attention import (
     transpose,
 )
 from helpers_for_tests import MessageAssertions, run_in_copy, run_main
-from recorded import to_json, write_atomic
+from golden import to_json
+from safe_io import write_atomic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -447,7 +449,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
 
 def load_tests(loader, tests, ignore):
     """Each docstring example is a test: an example that never runs goes wrong unseen."""
-    for module in (attention, checks, recorded, bpe, views):
+    for module in (attention, checks, golden, safe_io, bpe, views):
         tests.addTests(doctest.DocTestSuite(module))
     return tests
 

@@ -15,12 +15,12 @@ import xml.etree.ElementTree as ET
 from unittest import mock
 
 import bpe
-import perturb_attention as lab
+import lab06 as lab
 import trace_attention as ta
 from attention import (attend, attend_backward, attention_backward, attention_forward,
                        init_attention, masked_softmax, matmul, transpose)
-from helpers_for_tests import HERE, MessageAssertions, run_main
-from recorded import write_atomic
+from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
+from safe_io import write_atomic
 from views import heatmaps_svg, panel
 
 HUGE_INT = 10 ** 400    # an int no float can hold
@@ -201,9 +201,9 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.json")
             write_atomic(path, "old\n")
-            script = ("import os, signal, recorded\n"
+            script = ("import os, signal, safe_io\n"
                       "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGTERM)\n"
-                      f"recorded.write_atomic({path!r}, 'new\\n')\n")
+                      f"safe_io.write_atomic({path!r}, 'new\\n')\n")
             done = subprocess.run([sys.executable, "-c", script], cwd=HERE, capture_output=True,
                                   text=True)
             self.assertEqual(done.returncode, 128 + signal.SIGTERM, done.stderr)
@@ -224,7 +224,7 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
 
     def test_an_empty_svg_path_is_refused(self):
         self.assertOneLineError(run_main(ta.main, "--svg", ""), "the output path is empty")
-        self.assertOneLineError(run_main(lab.main, "--svg", ""), "the output path is empty")
+        self.assertOneLineError(run_script("perturb_attention.py", "--svg", ""), "the output path is empty")
 
     def test_a_recorded_file_is_not_a_view_target(self):
         for name in ("attention-trace.json", "perturb-trace.json", "tokenizer.json",

@@ -6,10 +6,10 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-import perturb_attention as lab
+import lab06 as lab
 import trace_attention as ta
 from bpe import train
-from helpers_for_tests import HERE, MessageAssertions, run_main
+from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
 
 SVG = "{http://www.w3.org/2000/svg}"
 # Four positions of width 2; WK = WQ = I, so S = X·Xᵀ/√2.
@@ -30,7 +30,7 @@ class OwnHead(MessageAssertions, unittest.TestCase):
         return path
 
     def run_lab(self, *args):
-        return run_main(lab.main, *args)
+        return run_script("perturb_attention.py", *args)
 
     def test_a_head_of_four_positions_prints_head_and_baseline_as_the_trace_does(self):
         done = self.run_lab("--head", self.write(HEAD))
@@ -100,10 +100,13 @@ class OwnHead(MessageAssertions, unittest.TestCase):
 
     def test_a_position_outside_the_head_is_one_line(self):
         path = self.write(HEAD)
-        for flag, fragment in ((("--ablate-value", "5"), "--ablate-value 5 is not a position"),
-                               (("--set-query", "1=1,2,3"), "--set-query needs 2 numbers"),
-                               (("--block", "0,1"), "--block query 0 is not a position"),
-                               (("--scale-key", "x=2"), "--scale-key takes J=c")):
+        for flag, fragment in (
+                (("--ablate-value", "5"), "--ablate-value 5: value 5 is not a position of this "
+                                          "head: expected 1 to 4"),
+                (("--set-query", "1=1,2,3"), "--set-query 1=1,2,3: query 1 needs 2 numbers"),
+                (("--block", "0,1"), "--block 0,1: query 0 is not a position"),
+                (("--block", "1,1"), "--block 1,1: blocking 1 ↛ 1 leaves query 1 no source"),
+                (("--scale-key", "x=2"), "--scale-key takes J=c")):
             with self.subTest(flag=flag):
                 self.assertOneLineError(self.run_lab("--head", path, *flag), fragment)
 
@@ -116,14 +119,14 @@ class OwnHead(MessageAssertions, unittest.TestCase):
         path = self.write(HEAD)
         args = ("--head", path, "--set-query", "4=1,0", "--bug", "post-softmax")
         table = self.run_lab(*args, "--table").stdout
-        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V", "q₄ := [1.0, 0.0]",
+        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V", "q₄ := [1, 0]",
                      "x₄", "buggy: softmax, then zero the future"):
             self.assertIn(name, table)
         svg_path = os.path.join(self.tmp.name, "head.svg")
         self.assertEqual(self.run_lab(*args, "--svg", svg_path).returncode, 0)
         root = ET.parse(svg_path).getroot()
         titles = [g.get("data-title") for g in root.iter(f"{SVG}g") if g.get("class") == "panel"]
-        self.assertEqual(titles, ["baseline", "q₄ := [1.0, 0.0]",
+        self.assertEqual(titles, ["baseline", "q₄ := [1, 0]",
                                   "buggy: softmax, then zero the future"])
         self.assertLessEqual(float(root.get("width")), 900)
 

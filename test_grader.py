@@ -11,8 +11,8 @@ import unittest
 from unittest import mock
 
 import grade_lab06
-import perturb_attention as lab
-from helpers_for_tests import MessageAssertions, run_main
+import lab06 as lab
+from helpers_for_tests import MessageAssertions, run_main, run_script
 
 # A learner's correct file, written the plain way. Each mutant replaces one of its lines.
 LEARNER = textwrap.dedent('''
@@ -120,7 +120,7 @@ class Grader(MessageAssertions, unittest.TestCase):
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
-            return run_main(lab.main, "--grade", path)
+            return run_script("perturb_attention.py", "--grade", path)
 
     def test_a_correct_file_passes_every_check_and_exits_0(self):
         done = self.grade_source(LEARNER)
@@ -152,8 +152,8 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_the_untouched_scaffold_is_not_implemented_yet_everywhere(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tiny_attention.py")
-            self.assertEqual(run_main(lab.main, "--scaffold", path).returncode, 0)
-            done = run_main(lab.main, "--grade", path)
+            self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
+            done = run_script("perturb_attention.py", "--grade", path)
         self.assertEqual(done.returncode, 1)
         self.assertEqual(done.stderr, "")
         lines = done.stdout.splitlines()[:-1]
@@ -165,7 +165,7 @@ class Grader(MessageAssertions, unittest.TestCase):
             path = os.path.join(tmp, "mine.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("# my work\n")
-            self.assertOneLineError(run_main(lab.main, "--scaffold", path), "already exists")
+            self.assertOneLineError(run_script("perturb_attention.py", "--scaffold", path), "already exists")
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "# my work\n")
 

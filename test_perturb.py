@@ -13,10 +13,10 @@ import unittest
 from unittest import mock
 from fractions import Fraction as F
 
-import perturb_attention as lab
+import lab06 as lab
 from attention import attend, masked_softmax
-from recorded import rounded, to_json
-from helpers_for_tests import run_in_copy, run_main
+from golden import rounded, to_json
+from helpers_for_tests import run_in_copy, run_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's bound.
@@ -175,8 +175,7 @@ class CommandLine(unittest.TestCase):
             with self.subTest(fragment=fragment), tempfile.TemporaryDirectory() as tmp:
                 shutil.copy(os.path.join(HERE, "perturb-trace.json"), tmp)
                 prepare(tmp)
-                with mock.patch.object(lab, "TRACE_PATH", os.path.join(tmp, "perturb-trace.json")):
-                    done = run_main(lab.main, "--check")
+                done = run_script("perturb_attention.py", "--check", folder=tmp)
                 self.assertNotEqual(done.returncode, 0)
                 self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
                 self.assertIn(fragment, done.stderr)

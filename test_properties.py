@@ -21,7 +21,7 @@ from attention import (
     masked_softmax,
 )
 from reference import dense_reference
-from trace_attention import central_differences
+from gradcheck import central_differences
 
 SEED = 20261129
 CASES = 200

@@ -6,9 +6,9 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-import perturb_attention as lab
+import lab06
 import trace_attention as ta
-from helpers_for_tests import run_main
+from helpers_for_tests import run_main, run_script
 from views import label
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -130,21 +130,31 @@ class LessonViews(unittest.TestCase):
 
 
 class Lab06Views(unittest.TestCase):
+    """The lab's --svg and --table, run once as a learner runs them."""
+
+    @classmethod
+    def setUpClass(cls):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "lab.svg")
+            run_script("perturb_attention.py", "--svg", path)
+            with open(path, encoding="utf-8") as f:
+                cls.svg = f.read()
+        cls.table = run_script("perturb_attention.py", "--table").stdout
 
     def test_svg_shows_baseline_interventions_and_bug_with_changed_rows_outlined(self):
-        result = lab.lab()
-        svg = panels(lab.lab_svg(result))
+        result = lab06.lab()
+        svg = panels(self.svg)
         self.assertEqual(len(svg), 6)
         outlined = {title: len(highlight) for title, (_, _, highlight, _) in svg.items()}
-        for key, title in lab.TITLES.items():
+        for key, title in lab06.TITLES.items():
             self.assertEqual(
                 outlined[title], len(result["interventions"][key]["weight_rows_changed"]), title
             )
-        removal = svg[lab.TITLES["connection_removal"]][1]
+        removal = svg[lab06.TITLES["connection_removal"]][1]
         self.assertIn(("2", "1"), [(r.get("data-row"), r.get("data-col")) for r in removal])
 
     def test_table_shows_every_intermediate_then_the_changed_rows_in_full(self):
-        text = lab.lab_table(lab.lab())
+        text = self.table
         baseline = text[: text.index("value ablation")]
         for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V"):
             self.assertIn("\n" + name if name != "Q" else "\nQ\n", baseline)
@@ -158,9 +168,9 @@ class Lab06Views(unittest.TestCase):
         self.assertIn("  A: no row changed", ablation)
 
     def test_svg_puts_z_beside_each_map_and_outlines_its_changed_rows(self):
-        root = ET.fromstring(lab.lab_svg(lab.lab()))
+        root = ET.fromstring(self.svg)
         groups = {g.get("data-title"): g for g in root.iter(f"{SVG}g") if g.get("class") == "panel"}
-        ablation = groups[lab.TITLES["value_ablation"]]
+        ablation = groups[lab06.TITLES["value_ablation"]]
         side_changed = [
             r for r in ablation.iter(f"{SVG}rect") if "side-changed" in r.get("class", "")
         ]
@@ -168,7 +178,7 @@ class Lab06Views(unittest.TestCase):
         self.assertLessEqual(float(root.get("width")), 900)
 
     def test_weights_zeroed_after_the_softmax_are_marked_apart_from_masked_ones(self):
-        svg = lab.lab_svg(lab.lab())
+        svg = self.svg
         bug = panels(svg)["buggy: softmax, then zero the future"][0]
         zeroed = [r for r in bug if r.get("class") == "cell zeroed"]
         self.assertEqual(len(zeroed), 3)

@@ -42,7 +42,8 @@ from math import fsum
 
 from attention import attention_backward, attention_forward, dot, init_attention, matmul
 from bpe import train as train_tokenizer
-from recorded import (OneLineParser, guarded, rounded, save_view, show, to_json, write_or_check)
+from cli import OneLineParser, guarded, save_view, show
+from golden import rounded, to_json, write_or_check
 from views import heatmaps_svg, panel, token_labels
 
 HERE = os.path.dirname(os.path.abspath(__file__))

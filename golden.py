@@ -1,0 +1,81 @@
+"""Golden files: the recorded traces a program writes with --write and checks with --check.
+
+    to_json(obj)                      the one JSON layout of every recorded file
+    rounded(value, digits)            numbers rounded for JSON, −∞ written as null
+    changed_rows(a, b)                which rows of two runs differ at all (both labs record it)
+    write_or_check(text, path, ...)   a trace's --write, --check (naming the first differing line),
+                                      or printing
+
+A golden file is never typed by hand: attention-trace.json, perturb-trace.json, tokenizer.json and
+training-run.json are each written by their program and compared with a fresh run by its --check.
+"""
+
+import json
+import math
+import os
+
+from cli import fail, show
+from safe_io import read_text, write_atomic
+
+
+def to_json(obj):
+    """The one JSON layout of every recorded file: indent 2, UTF-8 text as is, a final newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def rounded(value, digits):
+    """Round every float in nested lists and dicts; −∞ becomes None (JSON null).
+
+    >>> rounded([[0.123456, -math.inf]], 4)
+    [[0.1235, None]]
+
+    Raises ValueError for NaN or +∞, which no recorded number may be.
+    """
+    if isinstance(value, dict):
+        return {key: rounded(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item, digits) for item in value]
+    if isinstance(value, float):
+        if value == -math.inf:
+            return None
+        if not math.isfinite(value):
+            raise ValueError(f"a recorded number must be finite or -inf, got {value!r}")
+        return round(value, digits)
+    return value
+
+
+def changed_rows(a, b):
+    """Indices of the rows that differ at all; any changed bit counts, and a row only one side has
+    counts. Both labs use it.
+
+    >>> changed_rows([[1.0], [2.0]], [[1.0], [2.5], [3.0]])
+    [1, 2]
+    """
+    return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
+
+
+def write_or_check(text, path, write, check):
+    """The --write / --check / print behaviour of a trace command line. Returns the exit status.
+
+    --check compares the file with text and names the first line that differs.
+    """
+    name = os.path.basename(path)
+    if write:
+        write_atomic(path, text)
+        print(f"wrote {name}")
+        return 0
+    if check:
+        try:
+            recorded = read_text(path)
+        except OSError as e:
+            return fail(f"cannot read {name}: {e.strerror or e}; run with --write to record it")
+        if recorded == text:
+            print(f"{name} is up to date")
+            return 0
+        fresh_lines, old_lines = text.splitlines(), recorded.splitlines()
+        line = next((n for n, (a, b) in enumerate(zip(fresh_lines, old_lines), 1) if a != b),
+                    min(len(fresh_lines), len(old_lines)) + 1)
+        return fail(f"{name} differs from a fresh run (first at line {line}); run with --write "
+                    f"to update it")
+    show(text)
+    return 0
