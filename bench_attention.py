@@ -1,25 +1,24 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 bench_attention.py            T = 16, 64, 256, 512, 1024 (about a minute or two)
+    python3 bench_attention.py            T = 16, 64, 256, 512 (about half a minute)
     python3 bench_attention.py --quick    T = 16, 64, 128 (a few seconds)
     python3 bench_attention.py --record   also write the output to bench-attention.txt (the README
                                           quotes it)
 
-For each T, with d_model 64 and d_head 16, it times one forward plus backward pass of attention.py,
-which computes only the pairs the causal mask keeps, and of `dense_reference` from reference.py,
-which evaluates the same equations computing every pair; both give bit-identical results, which it
-checks. Columns:
+For each T, with d_model 64 and d_head 16, it times one forward plus backward pass of attention.py
+and of the lesson's own listing (`reference.listing`), which evaluates the same equations the way
+the lesson prints them: a Python generator of products inside each fsum. Both give bit-identical
+results, which it checks. Columns:
 
-  causal s, dense s   seconds for forward + backward (the best of a few runs for small T)
-  speedup             dense s / causal s
-  work ratio          multiply-adds of the dense evaluation / those of the causal one: the part of
-                      the speedup that skipping explains; the rest is the inner loop (map and fsum
-                      in C here, a Python generator in the plain dense evaluation)
-  exponent            growth of the causal time, fitted from the two largest T: t ∝ T^exponent
-  peak MiB            peak memory of the causal pass, from tracemalloc: the (T, T) scores, weights
-                      and their gradients make it O(T²)
-  fsum share          the layer's multiply-adds per second as a share of what one long pure-Python
-                      fsum(map(mul, a, b)) reaches: the interpreter's limit for an exact dot product
+  attention.py s, listing s   seconds for forward + backward (the best of a few runs for small T)
+  speedup                     listing s / attention.py s: the work is the same, every pair of
+                              every (T, T) product computed; attention.py multiplies with `map`
+                              and sums with `fsum` in C, where the listing runs a generator
+  peak MiB                    peak memory of attention.py's pass, from tracemalloc: the (T, T)
+                              scores, weights and their gradients make it O(T²)
+  fsum share                  attention.py's multiply-adds per second as a share of what one long
+                              fsum(map(mul, a, b)) reaches: the interpreter's limit for an exact
+                              dot product
 """
 
 import math
@@ -33,19 +32,18 @@ from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
 from cli import OneLineParser, Report, guarded
-from reference import dense_reference
+from reference import listing
 
 D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")
 
 
-def multiply_adds(T, causal):
-    """The multiply-adds of one forward + backward pass. The projections (x·Wq, x·Wk, x·Wv,
-    mixed·Wo, and for each of the four its two backward products) cost 12·T·d_model·d_head either
-    way. The six (T, T) products (scores, mixture, d_weights, d_v, d_q, d_k) cost d_head per pair:
-    T² pairs dense, T(T+1)/2 causal. The softmax backward's Σ a·da costs T² either way."""
-    pairs = T * (T + 1) // 2 if causal else T * T
-    return 12 * T * D_MODEL * D_HEAD + 6 * pairs * D_HEAD + T * T
+def multiply_adds(T):
+    """The multiply-adds of one forward + backward pass: the projections (x·Wq, x·Wk, x·Wv,
+    mixed·Wo, and for each of the four its two backward products) cost 12·T·d_model·d_head; the six
+    (T, T) products (scores, mixture, d_weights, d_v, d_q, d_k) cost d_head for each of the T²
+    pairs; the softmax backward's Σ a·da costs T²."""
+    return 12 * T * D_MODEL * D_HEAD + 6 * T * T * D_HEAD + T * T
 
 
 def fsum_rate(n=4096, repeats=200):
@@ -69,14 +67,14 @@ def inputs(T):
     return params, x, d_out
 
 
-def causal_pass(params, x, d_out):
+def layer_pass(params, x, d_out):
     cache = attention_forward(params, x)
     grads, d_x = attention_backward(params, x, cache, d_out)
     return cache["out"], grads, d_x
 
 
-def dense_pass(params, x, d_out):
-    out, _, grads, d_x = dense_reference(params, x, "causal", d_out)
+def listing_pass(params, x, d_out):
+    out, _, grads, d_x = listing(params, x, "causal", d_out)
     return out, grads, d_x
 
 
@@ -101,46 +99,46 @@ def peak_mib(run, args):
 def measure(T):
     args = inputs(T)
     repeats = 5 if T <= 64 else 1
-    causal_s, causal_result = best_time(causal_pass, args, repeats)
-    dense_s, dense_result = best_time(dense_pass, args, repeats)
-    if causal_result != dense_result:
-        raise SystemExit(f"error: T={T}: the causal and dense passes disagree")
-    return {"T": T, "causal": causal_s, "dense": dense_s, "peak": peak_mib(causal_pass, args)}
+    layer_s, layer_result = best_time(layer_pass, args, repeats)
+    listing_s, listing_result = best_time(listing_pass, args, repeats)
+    if layer_result != listing_result:
+        raise ValueError(f"T={T}: attention.py and the listing disagree")
+    return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak_mib(layer_pass, args)}
 
 
 def main(argv=None):
-    parser = OneLineParser(description="Time the causal layer against the dense evaluation.")
+    parser = OneLineParser(description="Time attention.py against the lesson's listing.")
     parser.add_argument("--record", action="store_true",
                         help="also write the output to bench-attention.txt (the README quotes it)")
     parser.add_argument("--quick", action="store_true", help="T = 16, 64, 128 only")
     args = parser.parse_args(argv)
-    sizes = (16, 64, 128) if args.quick else (16, 64, 256, 512, 1024)
+    return guarded(lambda: run((16, 64, 128) if args.quick else (16, 64, 256, 512), args.record))
 
+
+def run(sizes, record):
     report = Report()
     rate = fsum_rate()
-    report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward; "
+    report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward, causal mask; "
                f"Python {sys.version.split()[0]}; "
                f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s")
     report.say()
-    report.say("| T | causal s | dense s | speedup | work ratio | peak MiB | fsum share |")
-    report.say("|---|---|---|---|---|---|---|")
+    report.say("| T | attention.py s | listing s | speedup | peak MiB | fsum share |")
+    report.say("|---|---|---|---|---|---|")
     rows = []
     for T in sizes:
         row = measure(T)
         rows.append(row)
-        share = multiply_adds(T, causal=True) / row["causal"] / rate
-        report.say(f"| {T} | {row['causal']:.4f} | {row['dense']:.4f} | "
-                   f"{row['dense'] / row['causal']:.2f}× | "
-                   f"{multiply_adds(T, False) / multiply_adds(T, True):.2f} | "
-                   f"{row['peak']:.2f} | {share:.0%} |")
-    (T1, t1), (T2, t2) = [(r["T"], r["causal"]) for r in rows[-2:]]
+        share = multiply_adds(T) / row["layer"] / rate
+        report.say(f"| {T} | {row['layer']:.4f} | {row['listing']:.4f} | "
+                   f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} | {share:.0%} |")
+    (T1, t1), (T2, t2) = [(r["T"], r["layer"]) for r in rows[-2:]]
     report.say()
     report.say(f"growth exponent from T={T1} to T={T2}: "
                f"{math.log(t2 / t1) / math.log(T2 / T1):.2f} (2 is quadratic in T)")
-    if args.record:
+    if record:
         report.record(RECORD_PATH)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main))
+    sys.exit(main())

@@ -3,17 +3,24 @@
 attention.py holds the mathematics and reads like the lesson; everything here only checks. It
 raises TypeError for a value of the wrong kind and ValueError for a wrong shape, size or number,
 with a message that names what was expected and what came ("each input row must have 4 numbers,
-got 3 in row 0"). `check_stages` runs after a computation and names the first intermediate that
-overflowed.
+got 3 in row 0").
+
+The numbers are checked once, where they come in: attention_forward's params and x, attend's q, k,
+v and mask, a backward pass's gradient. The list helpers (matmul, transpose, softmax_row) check only
+the shapes they are handed, in O(rows), as the lesson's listing checks matmul's inner sizes; nothing
+scans what the layer has built. After a pass, `finite` looks at its result once and, only when
+something overflowed, names the first intermediate that did. A cache carries a seal, a fingerprint
+of every matrix in it and of the params and x it was made from, so that a backward pass refuses a
+cache from another call or one edited since.
 """
 
 import math
 from itertools import chain
 
-NEG_INF = -math.inf
-
 _PLAIN_NUMBERS = {float, int}
 
+
+# ---- numbers and matrices where they come in ---------------------------------------------------
 
 def check_matrix(name, m, cols=None, label=None):
     """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
@@ -74,8 +81,11 @@ def _plain_matrix(m, cols):
         return False
 
 
-def check_rectangular(name, a):
-    """Raise ValueError unless a is a list of lists of one length (transpose's input)."""
+
+# ---- shapes, for the list helpers ---------------------------------------------------------------
+
+def check_rows(name, a):
+    """Raise unless a is a list of lists of one length: O(rows), the entries are not read."""
     if not isinstance(a, list) or not all(isinstance(row, list) for row in a):
         raise TypeError(f"{name} needs a list of rows, got {_shape_text(a)}")
     if len(set(map(len, a))) > 1:
@@ -83,24 +93,63 @@ def check_rectangular(name, a):
 
 
 def check_matmul(a, b):
-    """Raise ValueError naming both shapes unless a is (n, m) and b is (m, p)."""
+    """Raise ValueError naming both shapes unless a is (n, m) and b is (m, p), n, m, p ≥ 1: the
+    inner sizes the lesson's matmul checks, for every row, so that no row is cut short."""
     for name, m in (("left", a), ("right", b)):
         if not isinstance(m, list) or not m or not all(isinstance(row, list) for row in m):
             raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
                             f"the {name} side is not a non-empty list of rows")
-    inner = {len(row) for row in a}
-    if len(inner) != 1 or inner.pop() != len(b) or len({len(row) for row in b}) > 1:
+    if set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
 
 
-def check_product(a, b, product):
-    """Return matmul's product after checking that no entry overflowed."""
-    for i, row in enumerate(product):
-        if not all(map(math.isfinite, row)):
-            j, value = next((j, v) for j, v in enumerate(row) if not math.isfinite(v))
-            raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed: entry "
-                             f"[{i}][{j}] is {value!r}; the numbers are too large for floats")
-    return product
+def finite_product(a, b, product):
+    """Return matmul's product after checking that every entry is finite; product is None when
+    the sums could not be taken. Raises TypeError or ValueError naming the first entry of a or b
+    that is not a finite number, else ValueError naming the entry that overflowed."""
+    if product is not None and all(map(math.isfinite, chain.from_iterable(product))):
+        return product
+    _raise_for_entries("matmul", (("left side ", a), ("right side ", b)))
+    where = "a sum" if product is None else next(
+        f"entry [{i}][{j}] is {value!r}" for i, row in enumerate(product)
+        for j, value in enumerate(row) if not math.isfinite(value))
+    raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed ({where}): the "
+                     f"numbers are too large for floats")
+
+
+def check_add(matrices):
+    """add's door: at least one matrix, all of one shape (their entries are judged by the sums)."""
+    for m in matrices:
+        check_rows("add", m)
+    if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
+        raise ValueError(f"add needs matrices of one shape, got "
+                         f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
+
+
+def finite_sum(matrices, total):
+    """Return add's total after checking that every entry is finite; total is None when the sums
+    could not be taken. Raises as finite_product does."""
+    if total is not None and all(map(math.isfinite, chain.from_iterable(total))):
+        return total
+    _raise_for_entries("add", ((f"matrix {n} ", m) for n, m in enumerate(matrices)))
+    raise ValueError(f"add of {len(matrices)} {_shape_text(matrices[0])} matrices overflowed (a "
+                     f"sum): the numbers are too large for floats")
+
+
+def _raise_for_entries(function, named_matrices):
+    """Raise for the first entry that is not a finite number: what made a product or sum fail."""
+    for name, m in named_matrices:
+        for i, row in enumerate(m):
+            for j, value in enumerate(row):
+                check_number(f"{function}'s {name}[{i}][{j}]", value)
+
+
+def check_row(row):
+    """softmax_row's door: a non-empty list (its numbers are judged by their sum, after)."""
+    if not isinstance(row, list):
+        raise TypeError(f"softmax_row needs a list of scores, got {type(row).__name__}")
+    if not row:
+        raise ValueError("softmax_row needs at least one score, got an empty row")
 
 
 def _shape_text(a):
@@ -121,8 +170,8 @@ def check_allowed(allowed, rows, cols):
     for i, row in enumerate(allowed):
         check_bools(f"allowed[{i}]", row)
         if not any(row):
-            raise ValueError(f"query {i} may attend to no source: allowed[{i}] is all False, "
-                             f"expected at least one True (there is no fallback)")
+            raise ValueError(f"allowed[{i}] is all False: that query may attend to no source; "
+                             f"expected at least one True in every row (there is no fallback)")
 
 
 def check_bools(name, row):
@@ -190,44 +239,15 @@ def check_params(params):
     return d_model, d_head
 
 
-def check_layer_input(params, x):
-    """attention_forward's door: fitting params and x of (T, d_model) finite numbers."""
+
+# ---- the layer and the core at the door ---------------------------------------------------------
+
+def check_forward(params, x, mask):
+    """attention_forward's door: a known mask mode, fitting params, x of (T, d_model) numbers."""
+    if mask not in ("causal", "none", "zero"):
+        raise ValueError(f"mask must be one of ('causal', 'none', 'zero'), got {mask!r}")
     d_model, _ = check_params(params)
     check_matrix("x", x, cols=d_model, label="input")
-
-
-def inputs_of(params, x):
-    """A copy of what a forward pass depended on, kept in its cache: the backward compares it with
-    the params and x it is given, so a cache from another call (or from an x edited since) is
-    refused rather than turned into wrong gradients."""
-    return {"x": [list(row) for row in x],
-            "params": {name: [list(row) for row in params[name]]
-                       for name in ("Wq", "Wk", "Wv", "Wo")}}
-
-
-def check_backward(params, x, cache, d_out):
-    """attention_backward's door: params and x as for the forward, the cache attention_forward
-    returned for exactly these params and x, d_out of out's shape."""
-    d_model, _ = check_params(params)
-    T, _ = check_matrix("x", x, cols=d_model, label="input")
-    if not isinstance(cache, dict):
-        raise ValueError(f"cache must be the dict attention_forward returned, got "
-                         f"{type(cache).__name__}")
-    missing = [name for name in _CACHE_KEYS + ("inputs",) if name not in cache]
-    if missing:
-        raise ValueError(f"cache must be the dict attention_forward returned for these params and "
-                         f"x; it has no {', '.join(missing)}")
-    if cache["inputs"] != inputs_of(params, x):
-        what = "x" if cache["inputs"].get("x") != inputs_of(params, x)["x"] else "params"
-        raise ValueError(f"cache was made by attention_forward for another {what} (or {what} was "
-                         f"changed since): run attention_forward again on these params and x")
-    check_matrix("d_out", d_out, cols=d_model, label="d_out")
-    if len(d_out) != T:
-        raise ValueError(f"d_out must have one row per position ({T}, {d_model}), "
-                         f"got {len(d_out)} rows")
-
-
-_CACHE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scores", "weights", "mixed")
 
 
 def check_head(q, k, v, allowed, blocked_score):
@@ -244,34 +264,82 @@ def check_head(q, k, v, allowed, blocked_score):
     if isinstance(blocked_score, bool) or not isinstance(blocked_score, (int, float)):
         raise TypeError(f"blocked_score must be -inf or a finite number, got "
                         f"{type(blocked_score).__name__} {blocked_score!r}")
-    if blocked_score != NEG_INF:
+    if blocked_score != -math.inf:
         check_number("blocked_score", blocked_score, "-inf or a finite number")
 
 
-def check_head_backward(head, d_mixed):
-    """attend_backward's door: a head from attend and d_mixed of its mixed's shape."""
-    if not isinstance(head, dict) or any(name not in head for name in _CACHE_KEYS):
-        raise ValueError("head must be the dict attend returned")
-    T, d_v = len(head["mixed"]), len(head["mixed"][0])
+def copies(*matrices):
+    """New lists with the same entries: a cache that owns its inputs cannot be changed by an edit
+    of the caller's lists."""
+    return [[list(row) for row in m] for m in matrices]
+
+
+# ---- after a pass: overflow, and the seal of a cache -------------------------------------------
+
+_CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scores", "weights", "mixed")
+
+
+def _fingerprint(tensors):
+    """A hash of named matrices and numbers: equal for equal entries, different (but for a 2⁻⁶⁴
+    chance) after any edit."""
+    return hash(tuple((name, tuple(map(tuple, m)) if isinstance(m, list) else m)
+                      for name, m in tensors))
+
+
+def _params_list(params):
+    return [(name, params[name]) for name in ("Wq", "Wk", "Wv", "Wo")]
+
+
+def sealed(cache, params=None, x=None):
+    """The cache of a forward pass, sealed: "seal" holds fingerprints of its entries and, for the
+    layer, of the params and x it was made from."""
+    seal = {"cache": _fingerprint(cache.items())}
+    if x is not None:
+        seal.update(x=_fingerprint([("x", x)]), params=_fingerprint(_params_list(params)))
+    return {**cache, "seal": seal}
+
+
+def _check_seal(cache, keys, made_by):
+    """Raise unless cache is a dict made_by returned, with every key and no entry changed since."""
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
+    missing = [key for key in keys + ("seal",) if key not in cache]
+    if missing:
+        raise ValueError(f"cache must be the dict {made_by} returned; it has no "
+                         f"{', '.join(missing)}")
+    try:
+        unchanged = _fingerprint((key, value) for key, value in cache.items()
+                                 if key != "seal") == cache["seal"]["cache"]
+    except (TypeError, KeyError):       # an entry that is no longer a matrix, or a foreign seal
+        unchanged = False
+    if not unchanged:
+        raise ValueError(f"cache is not what {made_by} returned: an entry was changed or replaced "
+                         f"since; run {made_by} again")
+
+
+def check_backward(params, x, cache, d_out):
+    """attention_backward's door: params and x as for the forward, the cache attention_forward
+    returned for exactly these params and x and unchanged since, d_out of out's shape."""
+    d_model, _ = check_params(params)
+    T, _ = check_matrix("x", x, cols=d_model, label="input")
+    _check_seal(cache, _CORE_KEYS + ("out", "mask"), "attention_forward")
+    for what, tensors in (("x", [("x", x)]), ("params", _params_list(params))):
+        if cache["seal"].get(what) != _fingerprint(tensors):
+            raise ValueError(f"cache was made by attention_forward for another {what} (or {what} "
+                             f"was changed since): run attention_forward again on these params "
+                             f"and x")
+    check_matrix("d_out", d_out, cols=d_model, label="d_out")
+    if len(d_out) != T:
+        raise ValueError(f"d_out must have one row per position ({T}, {d_model}), "
+                         f"got {len(d_out)} rows")
+
+
+def check_core_backward(cache, d_mixed):
+    """attend_backward's door: a cache attend returned, unchanged since, and d_mixed of its
+    mixed's shape."""
+    _check_seal(cache, _CORE_KEYS, "attend")
+    T, d_v = len(cache["mixed"]), len(cache["mixed"][0])
     check_matrix("d_mixed", d_mixed, cols=d_v, label="d_mixed")
     if len(d_mixed) != T:
         raise ValueError(f"d_mixed must have one row per query ({T}, {d_v}), "
                          f"got {len(d_mixed)} rows")
-
-
-def check_stages(tensors):
-    """Raise ValueError naming the first computed matrix that holds a value that is not finite: an
-    overflow. A score of −∞ is no overflow where allowed blocks it."""
-    allowed = tensors.get("allowed")
-    for name, m in tensors.items():
-        if name == "allowed" or not isinstance(m, list):
-            continue
-        for i, row in enumerate(m):
-            if all(map(math.isfinite, row)):
-                continue
-            for j, value in enumerate(row):
-                blocked = name == "scores" and value == NEG_INF and not allowed[i][j]
-                if not math.isfinite(value) and not blocked:
-                    raise ValueError(f"{name} overflowed: {name}[{i}][{j}] is {value!r}; the "
-                                     f"inputs are too large for floats")
-    return tensors

@@ -31,7 +31,6 @@ from safe_io import write_atomic
 
 TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
 TIME_LIMIT = 3            # seconds one call of the learner's code may take
-NEG_INF = -math.inf
 
 SCAFFOLD = '''"""Lab 06: one attention head, computed by hand. Fill in the three functions, then run
 
@@ -192,7 +191,7 @@ def mismatch(got, want, blocked=None, blocked_value=None):
 
 def _num(x):
     if isinstance(x, float):
-        return "−∞" if x == NEG_INF else f"{x:.10g}" if abs(x) < 1e6 else f"{x:g}"
+        return "−∞" if x == -math.inf else f"{x:.10g}" if abs(x) < 1e6 else f"{x:g}"
     return repr(x)
 
 
@@ -216,10 +215,10 @@ def known_mistakes(q, k, v, allowed):
     d = len(q[0])
     raw = matmul(q, transpose(k))
     inverted = [[not ok for ok in row] for row in allowed]
-    masked = [[s / math.sqrt(d) if ok else NEG_INF for s, ok in zip(row, ok_row)]
-              for row, ok_row in zip(raw, allowed)]
-    columns = transpose(masked)
-    by_column = _softmax_rows(columns, [[s != NEG_INF for s in col] for col in columns])
+    masked_scores = [[s / math.sqrt(d) if ok else -math.inf for s, ok in zip(row, ok_row)]
+                     for row, ok_row in zip(raw, allowed)]
+    columns = transpose(masked_scores)
+    by_column = _softmax_rows(columns, [[s != -math.inf for s in col] for col in columns])
     column_softmax = [None] * len(q) if None in by_column else transpose(by_column)
     return {
         "the mask is applied after the softmax and the rows are not renormalised (they sum to "
@@ -235,7 +234,7 @@ def known_mistakes(q, k, v, allowed):
         "query)": column_softmax,
         "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight":
             [masked_softmax([s if ok else 0.0 for s, ok in zip(row, ok_row)], [True] * len(row))
-             for row, ok_row in zip(masked, allowed)],
+             for row, ok_row in zip(masked_scores, allowed)],
     }
 
 
@@ -360,7 +359,7 @@ def _baseline(got, q, k, v, allowed):
     blocked = [[not ok for ok in row] for row in allowed]
     yield _line("baseline scores = Q·Kᵀ/√2, before the mask",
                 mismatch(got["scores"], want["scores"]))
-    problem = mismatch(got["masked_scores"], want["masked_scores"], blocked, NEG_INF)
+    problem = mismatch(got["masked_scores"], want["masked_scores"], blocked, -math.inf)
     if problem and "is blocked" in problem:
         value = got["masked_scores"][0][1]
         problem += (": blocked scores must be −∞; a finite stand-in such as " + _num(value) +

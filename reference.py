@@ -1,10 +1,19 @@
-"""The lesson's layer evaluated the plain way, every pair computed: the reference attention.py must
-match bit for bit.
+"""What the tests and the benchmarks share, and nothing a learner's run needs: the lesson's listing,
+written out as the lesson prints it, and a seeded corpus.
 
-attention.py computes only the pairs a row reaches; `dense_reference` computes every pair (i, j),
-even where the mask throws it away, with index loops and no shortcut. Every sum is math.fsum,
-correctly rounded, so the terms attention.py leaves out (exact zeros) change no bit and the two
-agree exactly. test_properties.py checks that on random shapes; bench_attention.py times the two.
+`listing(params, x, mask, d_out)` is the layer and its backward pass the way the lesson's own
+attention.py writes them (its outline, in its order): a matmul that checks the inner sizes and then
+takes one fsum per output cell over a generator of products, a softmax_row, the forward pass with
+the mask as one comprehension per mode, and a backward of six matmul lines. One thing is corrected:
+in the "zero" mode the future scores are constants, so they send no gradient to q and k (the
+listing's comment says masked entries get none, which is false in that mode). It computes every
+pair, even where the mask throws it away.
+
+attention.py must agree with it bit for bit: every sum is math.fsum, correctly rounded, so the
+order of summation changes nothing. test_properties.py checks that on random shapes;
+bench_attention.py times the two.
+
+`corpus(size, seed)` is seeded pseudo-English for the tokenizer's tests and benchmark.
 """
 
 import math
@@ -12,45 +21,56 @@ import random
 from math import fsum
 
 
-def dense_reference(params, x, mask, d_out):
-    """The layer and its gradients with every pair computed. Returns (out, weights, grads, d_x)."""
-    def mm(a, b):
-        return [[fsum(a[i][p] * b[p][j] for p in range(len(b))) for j in range(len(b[0]))]
-                for i in range(len(a))]
+def listing(params, x, mask, d_out):
+    """The lesson's layer and its gradients, every pair computed. Returns (out, weights, grads,
+    d_x)."""
+    def matmul(a, b):
+        if len(a[0]) != len(b):
+            raise ValueError(f"matmul needs (n, m)·(m, p), got {len(a[0])} and {len(b)}")
+        b_t = transpose(b)
+        return [[fsum(p * q for p, q in zip(row, col)) for col in b_t] for row in a]
 
-    def tr(a):
-        return [[a[i][j] for i in range(len(a))] for j in range(len(a[0]))]
+    def transpose(a):
+        return [list(col) for col in zip(*a)]
+
+    def softmax_row(row):
+        top = max(s for s in row if s != -math.inf)
+        exps = [0.0 if s == -math.inf else math.exp(s - top) for s in row]
+        total = fsum(exps)
+        return [e / total for e in exps]
 
     Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-    T, scale = len(x), 1 / math.sqrt(len(Wq[0]))
-    masked = [[mask != "none" and j > i for j in range(T)] for i in range(T)]
-    q, k, v = mm(x, Wq), mm(x, Wk), mm(x, Wv)
-    dots = mm(q, tr(k))
-    fill = 0.0 if mask == "zero" else -math.inf
-    scores = [[fill if masked[i][j] else dots[i][j] * scale for j in range(T)] for i in range(T)]
-    weights = []
-    for row in scores:
-        top = max(row)
-        exps = [math.exp(s - top) for s in row]
-        total = fsum(exps)
-        weights.append([e / total for e in exps])
-    mixed = mm(weights, v)
-    out = mm(mixed, Wo)
+    T, d_head = len(x), len(Wq[0])
+    q, k, v = matmul(x, Wq), matmul(x, Wk), matmul(x, Wv)
+    scale = 1 / math.sqrt(d_head)
+    scores = [[s * scale for s in row] for row in matmul(q, transpose(k))]
+    if mask == "causal":
+        scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
+                  for i, row in enumerate(scores)]
+    elif mask == "zero":
+        scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
+                  for i, row in enumerate(scores)]
+    weights = [softmax_row(row) for row in scores]
+    mixed = matmul(weights, v)
+    out = matmul(mixed, Wo)
 
-    grads = {"Wo": mm(tr(mixed), d_out)}
-    d_mixed = mm(d_out, tr(Wo))
-    d_weights = mm(d_mixed, tr(v))
-    d_v = mm(tr(weights), d_mixed)
+    grads = {"Wo": matmul(transpose(mixed), d_out)}
+    d_mixed = matmul(d_out, transpose(Wo))
+    d_weights = matmul(d_mixed, transpose(v))
+    d_v = matmul(transpose(weights), d_mixed)
     d_scores = []
     for i in range(T):
-        a_da = fsum(weights[i][j] * d_weights[i][j] for j in range(T))
-        d_scores.append([0.0 if masked[i][j] else weights[i][j] * (d_weights[i][j] - a_da)
+        a, da = weights[i], d_weights[i]
+        a_da = fsum(a_j * da_j for a_j, da_j in zip(a, da))
+        # the correction: a future score of the "zero" mode is a constant, not a function of q, k
+        d_scores.append([0.0 if mask != "none" and j > i else a[j] * (da[j] - a_da) * scale
                          for j in range(T)])
-    d_dots = [[g * scale for g in row] for row in d_scores]
-    d_q, d_k = mm(d_dots, k), mm(tr(d_dots), q)
-    grads["Wq"], grads["Wk"], grads["Wv"] = mm(tr(x), d_q), mm(tr(x), d_k), mm(tr(x), d_v)
-    paths = [mm(d_q, tr(Wq)), mm(d_k, tr(Wk)), mm(d_v, tr(Wv))]
-    d_x = [[fsum(paths[n][i][c] for n in range(3)) for c in range(len(x[0]))] for i in range(T)]
+    d_q = matmul(d_scores, k)
+    d_k = matmul(transpose(d_scores), q)
+    x_t = transpose(x)
+    grads["Wq"], grads["Wk"], grads["Wv"] = matmul(x_t, d_q), matmul(x_t, d_k), matmul(x_t, d_v)
+    paths = [matmul(d_q, transpose(Wq)), matmul(d_k, transpose(Wk)), matmul(d_v, transpose(Wv))]
+    d_x = [[fsum(p[i][c] for p in paths) for c in range(len(x[0]))] for i in range(T)]
     return out, weights, grads, d_x
 
 

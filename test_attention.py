@@ -39,8 +39,8 @@ GRAD_TOLERANCE = 1e-8
 
 
 def lesson_run(mask="causal", sentence=ta.SENTENCE):
-    tokenizer, params, table = ta.lesson_setup()
-    _, x = ta.inputs(tokenizer, sentence, table)
+    tokenizer, params, embedding = ta.lesson_setup()
+    _, x = ta.inputs(tokenizer, sentence, embedding)
     return params, x, attention_forward(params, x, mask)
 
 

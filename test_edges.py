@@ -27,24 +27,30 @@ HUGE_INT = 10 ** 400    # an int no float can hold
 
 
 def lesson():
-    tokenizer, params, table = ta.lesson_setup()
-    _, x = ta.inputs(tokenizer, ta.SENTENCE, table)
+    tokenizer, params, embedding = ta.lesson_setup()
+    _, x = ta.inputs(tokenizer, ta.SENTENCE, embedding)
     return params, x
 
 
 class NoSilentInfinity(MessageAssertions, unittest.TestCase):
 
-    def test_matmul_that_overflows_raises(self):
-        self.assertMessage(ValueError, "overflowed", matmul, [[1e308]], [[10.0]])
+    def test_matmul_that_overflows_raises_naming_both_shapes(self):
+        self.assertMessage(ValueError, "matmul (1, 1)·(1, 1) overflowed (entry [0][0] is inf): "
+                           "the numbers are too large for floats", matmul, [[1e308]], [[10.0]])
+        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) overflowed (a sum)", matmul,
+                           [[1e308, 1e308]], [[10.0], [-10.0]])      # inf − inf inside fsum
+        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) overflowed (a sum)", matmul,
+                           [[1e308, 1e308]], [[1.5], [1.5]])         # fsum's own overflow
 
     def test_forward_whose_output_overflows_raises_naming_the_product(self):
         params, x = lesson()
         params = dict(params, Wo=[[10.0] * 4, [10.0] * 4])
-        x[0][0] = 1e308
-        self.assertMessage(ValueError, "the scores overflowed", attention_forward, params, x)
+        x[0][0] = 1e308     # q·kᵀ, the raw scores, (6, 2)·(2, 6), is the product that overflows
+        self.assertMessage(ValueError, "matmul (6, 2)·(2, 6) overflowed", attention_forward,
+                           params, x)
         x[0][0] = 1e150     # the scores stay finite; out = mixed·Wo does not
-        self.assertMessage(ValueError, "matmul (6, 2)·(2, 4) overflowed", attention_forward,
-                           dict(params, Wo=[[1e160] * 4, [1e160] * 4]), x)
+        self.assertMessage(ValueError, "matmul (6, 2)·(2, 4) overflowed (entry [0][0] is inf)",
+                           attention_forward, dict(params, Wo=[[1e160] * 4, [1e160] * 4]), x)
 
     def test_backward_whose_gradients_overflow_raises(self):
         params, x = lesson()
@@ -112,22 +118,22 @@ class CacheBelongsToTheCall(MessageAssertions, unittest.TestCase):
 class AttendBackwardChecks(MessageAssertions, unittest.TestCase):
 
     def setUp(self):
-        self.head = attend(*lab.projected())
+        self.cache = attend(*lab.projected())
 
     def test_d_mixed_of_the_wrong_width_is_refused(self):
         self.assertMessage(ValueError, "each d_mixed row must have 2 numbers, got 1 in row 0",
-                           attend_backward, self.head, [[0.1]] * 3)
+                           attend_backward, self.cache, [[0.1]] * 3)
 
     def test_d_mixed_with_the_wrong_number_of_rows_is_refused(self):
         self.assertMessage(ValueError, "d_mixed must have one row per query (3, 2), got 2 rows",
-                           attend_backward, self.head, [[0.1, 0.1]] * 2)
+                           attend_backward, self.cache, [[0.1, 0.1]] * 2)
 
     def test_non_finite_d_mixed_is_refused(self):
         self.assertMessage(ValueError, "d_mixed[1][0] must be a finite number, got nan",
-                           attend_backward, self.head, [[0.1, 0.1], [math.nan, 0.1], [0.1, 0.1]])
+                           attend_backward, self.cache, [[0.1, 0.1], [math.nan, 0.1], [0.1, 0.1]])
 
     def test_a_head_that_attend_did_not_return_is_refused(self):
-        self.assertMessage(ValueError, "head must be the dict attend returned", attend_backward,
+        self.assertMessage(ValueError, "cache must be the dict attend returned", attend_backward,
                            {}, [[0.1, 0.1]] * 3)
 
 

@@ -63,7 +63,7 @@ class OwnHead(MessageAssertions, unittest.TestCase):
             "a mask entry that is not a bool": (
                 dict(HEAD, allowed=[[1, 0, 0, 0]] + [[True] * 4] * 3), "must be True or False"),
             "a row with every source blocked": (
-                dict(HEAD, allowed=[[False] * 4] + [[True] * 4] * 3), "may attend to no source"),
+                dict(HEAD, allowed=[[False] * 4] + [[True] * 4] * 3), "allowed[0] is all False: that query may attend to no source"),
             "a mask of the wrong size": (dict(HEAD, allowed=[[True]]),
                                          "allowed must be a (4, 4) matrix of bools"),
             "a value that is not a number": (dict(HEAD, WV=[[2, 0], [0, "4"]]), "must be a number"),

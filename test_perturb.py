@@ -228,7 +228,7 @@ class CoreRejects(unittest.TestCase):
 
     def test_row_with_every_source_blocked(self):
         self.assertRejects(
-            "query 1 may attend to no source: allowed[1] is all False",
+            "allowed[1] is all False: that query may attend to no source",
             allowed=[[True, False, False], [False, False, False], [True, True, True]],
         )
 

@@ -81,7 +81,7 @@ class LessonViews(unittest.TestCase):
 
     def test_table_contains_the_recorded_weights(self):
         t = ta.trace()
-        text = ta.table(t)
+        text = ta.trace_table(t)
         for i, row in enumerate(t["weights"]):
             cells = [f"{w:.4f}" for w in row[: i + 1]] + ["0"] * (len(row) - i - 1)
             self.assertRegex(

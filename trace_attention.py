@@ -77,28 +77,29 @@ def load_tokenizer():
     return Tokenizer.load(TOKENIZER_PATH)
 
 
-def inputs(tokenizer, text, table):
+def inputs(tokenizer, text, embedding):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
     a text of more than MAX_TOKENS tokens: the trace and its views are read by a person."""
     ids = tokenizer.encode(text)
     if len(ids) > MAX_TOKENS:
         raise ValueError(f"{text[:20]!r}… has {len(ids)} tokens: the trace and its views take at "
                          f"most {MAX_TOKENS}")
-    return ids, [list(table[i]) for i in ids]
+    return ids, [list(embedding[i]) for i in ids]
 
 
 def lesson_setup(tokenizer=None):
-    """(tokenizer, params, table): the tokenizer (tokenizer.json unless given), the lesson's seeded
-    weights and its seeded embedding table. inputs(tokenizer, text, table) then gives (ids, x)."""
+    """(tokenizer, params, embedding): the tokenizer (tokenizer.json unless given), the lesson's
+    seeded weights and its seeded embedding table. inputs(tokenizer, text, embedding) then gives
+    (ids, x)."""
     tokenizer = tokenizer or load_tokenizer()
     return tokenizer, init_attention(D_MODEL, D_HEAD, SEED), embeddings(len(tokenizer.vocab))
 
 
 def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     """Everything the lesson records, in the order attention-trace.json keeps it."""
-    tokenizer, params, table = lesson_setup(tokenizer)
-    ids, x = inputs(tokenizer, sentence, table)
-    _, x_changed = inputs(tokenizer, changed, table)
+    tokenizer, params, embedding = lesson_setup(tokenizer)
+    ids, x = inputs(tokenizer, sentence, embedding)
+    _, x_changed = inputs(tokenizer, changed, embedding)
     cache = attention_forward(params, x)
     r = readout(len(x))
 
@@ -149,7 +150,7 @@ CAPTIONS = {"x": "x: the input rows, one per token (T, d_model)",
             "mixed": "mixed = weights·v (T, d_head)", "out": "out = mixed·Wo (T, d_model)"}
 
 
-def table(t, shown=("scores", "weights"), run=None):
+def trace_table(t, shown=("scores", "weights"), run=None):
     """The trace t as aligned text: tokens and ids, the intermediates named in shown (each labelled
     by token, 4 decimals, −∞ as −∞; masked weights as 0), the edit under each mask mode, and the
     gradient check. run is the causal attention_forward of the sentence, for "mixed", which the
@@ -177,8 +178,8 @@ def table(t, shown=("scores", "weights"), run=None):
 
 def weights_svg(sentence=SENTENCE, tokenizer=None):
     """One SVG with the weights of the three mask modes side by side, for any sentence."""
-    tokenizer, params, table = lesson_setup(tokenizer)
-    _, x = inputs(tokenizer, sentence, table)
+    tokenizer, params, embedding = lesson_setup(tokenizer)
+    _, x = inputs(tokenizer, sentence, embedding)
     labels = token_labels(tokenizer.tokens(sentence))
     panels = []
     for mode in MASK_MODES:
@@ -250,7 +251,7 @@ def _run(args):
         if "mixed" in args.show:          # the one intermediate the trace does not record
             tokenizer, params, embedding = lesson_setup(tokenizer)
             run = attention_forward(params, inputs(tokenizer, sentence, embedding)[1])
-        show(table(trace(sentence, changed, tokenizer), args.show, run))
+        show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
     if args.svg is not None or args.table:
         return 0
     return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,

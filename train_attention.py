@@ -39,8 +39,9 @@ import sys
 import time
 from collections import Counter, defaultdict
 from math import fsum
+from operator import mul
 
-from attention import attention_backward, attention_forward, dot, init_attention, matmul
+from attention import attention_backward, attention_forward, init_attention, matmul
 from bpe import train as train_tokenizer
 from cli import OneLineParser, guarded, save_view, show
 from golden import rounded, to_json, write_or_check
@@ -176,7 +177,7 @@ def loss_and_grads(model, prompt, answer):
     # forward: logits = h[T−1]·U; only the last position reaches the loss
     grads = {"U": [[h_c * d for d in d_logits] for h_c in fw["h"][-1]]}
     d_h = [[0.0] * D_MODEL for _ in prompt]
-    d_h[-1] = [dot(u_row, d_logits) for u_row in model["U"]]
+    d_h[-1] = [fsum(map(mul, u_row, d_logits)) for u_row in model["U"]]
     # forward: h = x + out, out = attention_forward(params, x)
     attention_grads, d_x_attention = attention_backward(model, fw["x"], fw["cache"], d_h)
     grads.update(attention_grads)
