@@ -55,8 +55,8 @@ def shape(t):
 
 def matmul(a, b):
     """(n, m)·(m, p) -> (n, p), one fsum per output cell. Raises ValueError naming both shapes
-    when the inner sizes differ or the product overflows, TypeError for an entry that is not a
-    number.
+    when the inner sizes differ or the product is not finite, TypeError for an entry that is not
+    a number.
 
     >>> matmul([[1, 2], [3, 4]], [[5], [6]])
     [[17.0], [39.0]]
@@ -67,12 +67,12 @@ def matmul(a, b):
         product = [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
     except (TypeError, OverflowError, ValueError):  # not a number, or a sum beyond float range
         product = None
-    return checks.finite_product(a, b, product)
+    return checks.finite_result("matmul", product, a, b)
 
 
 def add(*matrices):
     """The entrywise sum of matrices of one shape, each entry one fsum. Raises ValueError naming
-    the shapes when they differ or a sum overflows.
+    the shapes when they differ or the sum is not finite.
 
     >>> add([[1, 2]], [[10, 20]], [[100, 200]])
     [[111.0, 222.0]]
@@ -80,9 +80,9 @@ def add(*matrices):
     checks.check_add(matrices)
     try:
         total = [[fsum(entries) for entries in zip(*rows)] for rows in zip(*matrices)]
-    except (TypeError, OverflowError):      # not a number, or a sum beyond float range
+    except (TypeError, OverflowError, ValueError):  # not a number, or a sum beyond float range
         total = None
-    return checks.finite_sum(matrices, total)
+    return checks.finite_result("add", total, *matrices)
 
 
 def transpose(a):
@@ -120,10 +120,13 @@ def softmax_row(row):
     Raises ValueError unless the scores are finite or −∞, at least one of them finite.
     """
     checks.check_row(row)
-    top = max(row)
-    exps = [math.exp(s - top) for s in row]
-    total = fsum(exps)
-    if not math.isfinite(total):    # a NaN, a +∞, or a row of −∞ alone: no softmax to take
+    try:
+        top = max(row)
+        exps = [math.exp(s - top) for s in row]
+        total = fsum(exps)
+    except (TypeError, OverflowError):      # a score that is not a number a float can hold
+        total = math.nan
+    if not math.isfinite(total):            # that, a NaN, a +∞, or a row of −∞ alone
         raise checks.softmax_error(row)
     return [e / total for e in exps]
 

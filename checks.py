@@ -6,12 +6,13 @@ with a message that names what was expected and what came ("each input row must 
 got 3 in row 0").
 
 The numbers are checked once, where they come in: attention_forward's params and x, attend's q, k,
-v and mask, a backward pass's gradient. The list helpers (matmul, transpose, softmax_row) check only
-the shapes they are handed, in O(rows), as the lesson's listing checks matmul's inner sizes; nothing
-scans what the layer has built. After a pass, `finite` looks at its result once and, only when
-something overflowed, names the first intermediate that did. A cache carries a seal, a fingerprint
-of every matrix in it and of the params and x it was made from, so that a backward pass refuses a
-cache from another call or one edited since.
+v and mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) check
+the shapes they are handed, in O(rows), as the lesson's listing checks matmul's inner sizes, and
+that what they return is finite; their operands' entries are read one by one only when something
+failed, to name the entry (a string, an int no float can hold, a NaN) or the overflow. A bool, which
+Python counts as the int 0 or 1, passes through them as a number; the doors that read every entry
+refuse it. A cache carries a seal, a fingerprint of every matrix in it and of the params and x it
+was made from, so that a backward pass refuses a cache from another call or one edited since.
 """
 
 import math
@@ -103,18 +104,23 @@ def check_matmul(a, b):
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
 
 
-def finite_product(a, b, product):
-    """Return matmul's product after checking that every entry is finite; product is None when
-    the sums could not be taken. Raises TypeError or ValueError naming the first entry of a or b
-    that is not a finite number, else ValueError naming the entry that overflowed."""
-    if product is not None and all(map(math.isfinite, chain.from_iterable(product))):
-        return product
-    _raise_for_entries("matmul", (("left side ", a), ("right side ", b)))
-    where = "a sum" if product is None else next(
-        f"entry [{i}][{j}] is {value!r}" for i, row in enumerate(product)
+def finite_result(function, result, *operands):
+    """Return a product or sum (matmul's, add's) after checking that every entry is finite; result
+    is None when it could not be taken. Raises TypeError or ValueError naming the first operand
+    entry that is not a finite number a float can hold, else ValueError naming the entry that
+    overflowed."""
+    if result is not None and all(map(math.isfinite, chain.from_iterable(result))):
+        return result
+    for n, m in enumerate(operands):
+        for i, row in enumerate(m):
+            for j, value in enumerate(row):
+                check_number(f"{function}'s operand {n + 1}, [{i}][{j}],", value)
+    where = "a sum" if result is None else next(
+        f"entry [{i}][{j}] is {value!r}" for i, row in enumerate(result)
         for j, value in enumerate(row) if not math.isfinite(value))
-    raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} overflowed ({where}): the "
-                     f"numbers are too large for floats")
+    shapes = ("·" if function == "matmul" else " + ").join(map(_shape_text, operands))
+    raise ValueError(f"{function} {shapes} overflowed ({where}): the numbers are too large for "
+                     f"floats")
 
 
 def check_add(matrices):
@@ -124,24 +130,6 @@ def check_add(matrices):
     if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
         raise ValueError(f"add needs matrices of one shape, got "
                          f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
-
-
-def finite_sum(matrices, total):
-    """Return add's total after checking that every entry is finite; total is None when the sums
-    could not be taken. Raises as finite_product does."""
-    if total is not None and all(map(math.isfinite, chain.from_iterable(total))):
-        return total
-    _raise_for_entries("add", ((f"matrix {n} ", m) for n, m in enumerate(matrices)))
-    raise ValueError(f"add of {len(matrices)} {_shape_text(matrices[0])} matrices overflowed (a "
-                     f"sum): the numbers are too large for floats")
-
-
-def _raise_for_entries(function, named_matrices):
-    """Raise for the first entry that is not a finite number: what made a product or sum fail."""
-    for name, m in named_matrices:
-        for i, row in enumerate(m):
-            for j, value in enumerate(row):
-                check_number(f"{function}'s {name}[{i}][{j}]", value)
 
 
 def check_row(row):
@@ -199,13 +187,18 @@ def check_masked_softmax(scores, allowed):
 
 
 def softmax_error(row):
-    """The ValueError for a row softmax_row cannot take: it names the score that is wrong."""
-    bad = next((s for s in row if s != s or s == math.inf), None)   # s != s: a NaN
-    if bad is None:
-        return ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
-                          f"{len(row)} blocked scores")
-    return ValueError(f"softmax_row needs scores that are finite or −∞, got {bad!r}: the scores "
-                      f"overflowed (the numbers are too large for floats), or came in that way")
+    """The ValueError (or TypeError) for a row softmax_row cannot take, naming the score that is
+    wrong."""
+    for j, s in enumerate(row):
+        try:
+            check_number(f"softmax_row's score {j}", s, "finite or −∞")
+        except TypeError as e:
+            return e
+        except ValueError as e:
+            if s != -math.inf:
+                return e
+    return ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
+                      f"{len(row)} blocked scores")
 
 
 def check_sizes(**sizes):
