@@ -21,8 +21,8 @@ and checks that they learn the same merges (the Rust trainer: the same vocabular
 a word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
 """
 
+import importlib.util
 import os
-import random
 import sys
 import time
 from collections import Counter
@@ -101,8 +101,14 @@ def main(argv=None):
                         help="also write the output to bench-bpe.txt")
     parser.add_argument("--quick", action="store_true", help="100 kB to 300 tokens only")
     args = parser.parse_args(argv)
-    sizes = [(100_000, 300)] if args.quick else [(1_000_000, 512), (5_000_000, 1024)]
+    return guarded(lambda: run(args, argv))
 
+
+def run(args, argv):
+    if args.rust and importlib.util.find_spec("tokenizers") is None:
+        raise ValueError("--rust needs HuggingFace tokenizers in this Python: run it from a "
+                         "scratch virtual environment that has it (pip install tokenizers)")
+    sizes = [(100_000, 300)] if args.quick else [(1_000_000, 512), (5_000_000, 1024)]
     report = Report()
     source = text_of(args.corpus) if args.corpus else corpus(max(size for size, _ in sizes))
     described = (f"{args.corpus}, lower-cased and filtered to the lesson's alphabet" if args.corpus
@@ -115,15 +121,11 @@ def main(argv=None):
     for size, vocab_size in sizes:
         text = source[:size]
         if len(text) < size:
-            print(f"error: the corpus has {len(source):,} characters, fewer than {size:,}",
-                  file=sys.stderr)
-            return 1
+            raise ValueError(f"the corpus has {len(source):,} characters, fewer than {size:,}")
         fast_s, fast = best_of(RUNS, train, text, vocab_size)
         distinct_s, distinct = timed(train_distinct_recount, text, vocab_size)
         if distinct != fast.merges:
-            print("error: bpe.train and the distinct recount learned different merges",
-                  file=sys.stderr)
-            return 1
+            raise ValueError("bpe.train and the distinct recount learned different merges")
         report.say()
         report.say(f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} characters, "
                    f"{len(fast.merges)} merges)")
@@ -133,9 +135,7 @@ def main(argv=None):
         if size <= 1_000_000:
             plain_s, plain = timed(train_plain, text, vocab_size)
             if plain.merges != fast.merges:
-                print("error: bpe.train and bpe.train_plain learned different merges",
-                      file=sys.stderr)
-                return 1
+                raise ValueError("bpe.train and bpe.train_plain learned different merges")
             report.say(f"bpe.train_plain:          {plain_s:8.2f} s  "
                        f"({plain_s / fast_s:.1f}× slower)")
         if args.rust:
@@ -158,4 +158,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(guarded(main))
+    sys.exit(main())

@@ -171,6 +171,9 @@ class Tokenizer:
     """
 
     def __init__(self, alphabet, merges):
+        for name, value in (("alphabet", alphabet), ("merges", merges)):
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(f"{name} must be a list, got {type(value).__name__}")
         alphabet, merges = list(alphabet), list(merges)
         for n, ch in enumerate(alphabet):
             if not isinstance(ch, str) or len(ch) != 1:
@@ -403,11 +406,13 @@ def _learn_merges(text, alphabet, vocab_size, progress):
         new_id = len(vocab)
         made = set()                      # the new token's pairs
         a, b = pair
-        for w in where.pop(pair):
-            # merge_pair(word, pair, new_id) in place, keeping counts up to date as it goes: each
-            # merge takes away the pair and the pairs it made with its left and right neighbours,
-            # and adds the neighbours' pairs with the new token
+        for w in dict.fromkeys(where.pop(pair)):      # each word once, however often listed
+            # merge_pair(word, pair, new_id), keeping counts up to date as it goes: each merge
+            # takes away the pair and the pairs it made with its left and right neighbours, and
+            # adds the neighbours' pairs with the new token. The word is rebuilt once at the end
+            # (deleting in place would move its tail at every merge: quadratic in a long word).
             word, freq = words[w], freqs[w]
+            merged_at = []                # where each merged pair starts, in word as it was
             ahead, i = word.count(a), 0   # the a's not yet passed (found in C), where to look
             while ahead:
                 j = word.index(a, i)
@@ -416,20 +421,28 @@ def _learn_merges(text, alphabet, vocab_size, progress):
                 if i == len(word) or word[i] != b:
                     continue
                 ahead -= a == b           # a pair (a, a) uses up two a's
+                i = j + 2
                 counts[pair] -= freq
-                if j > 0:                 # the left neighbour, itself merged or not
-                    left = word[j - 1]
+                if j > 0:                 # the left neighbour: the new token if merged just now
+                    left = new_id if merged_at and merged_at[-1] == j - 2 else word[j - 1]
                     counts[left, a] -= freq
                     counts[left, new_id] += freq
                     where[left, new_id].append(w)
                     made.add((left, new_id))
-                if j + 2 < len(word):     # the right neighbour
+                if j + 2 < len(word):     # the right neighbour, not merged yet
                     right = word[j + 2]
                     counts[b, right] -= freq
                     counts[new_id, right] += freq
                     where[new_id, right].append(w)
                     made.add((new_id, right))
-                word[j:j + 2] = [new_id]
+                merged_at.append(j)
+            if merged_at:
+                rebuilt, start = [], 0
+                for j in merged_at:
+                    rebuilt += word[start:j]
+                    rebuilt.append(new_id)
+                    start = j + 2
+                words[w] = rebuilt + word[start:]
         for p in made:
             if counts[p] > 0:
                 heapq.heappush(heap, (-counts[p], p))
@@ -462,6 +475,12 @@ def _check_training_input(text, vocab_size):
                         f"got {type(vocab_size).__name__} {vocab_size!r}")
     if not text:
         raise ValueError("cannot train on an empty text: expected at least one character")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:   # a lone surrogate: no file could hold the tokenizer
+            raise ValueError(f"text holds {text[e.start]!r} at position {e.start}, half of a "
+                             f"surrogate pair and no character: UTF-8 cannot store it") from None
     alphabet = sorted(set(text))
     if vocab_size < len(alphabet):
         raise ValueError(f"vocab_size must be at least the text's {len(alphabet)} distinct "
@@ -506,9 +525,8 @@ def _run(args):
                     print(f"training: {n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
         tok = train(text, args.vocab_size, progress=report)
         tok.save(args.out)
-        print(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and "
-              f"{len(tok.merges)} merges) "
-              f"saved to {args.out}")
+        show(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} "
+             f"merges) saved to {args.out}\n")
         return 0
     tok = Tokenizer.load(args.tokenizer)
     if args.command == "encode":

@@ -32,12 +32,12 @@ def check_matrix(name, m, cols=None, label=None):
     """
     if _plain_matrix(m, cols):
         return len(m), len(m[0])
-    if not isinstance(m, list):
+    if type(m) is not list:
         raise TypeError(f"{name} must be a list of rows, got {type(m).__name__}")
     if not m:
         raise ValueError(f"{name} is an empty sequence: expected at least one row")
     for i, row in enumerate(m):
-        if not isinstance(row, list):
+        if type(row) is not list:
             raise TypeError(f"{name}[{i}] must be a list of numbers, got {type(row).__name__}")
     if cols is None:
         cols = len(m[0])
@@ -87,7 +87,7 @@ def _plain_matrix(m, cols):
 
 def check_rows(name, a):
     """Raise unless a is a list of lists of one length: O(rows), the entries are not read."""
-    if not isinstance(a, list) or not all(isinstance(row, list) for row in a):
+    if type(a) is not list or not all(type(row) is list for row in a):
         raise TypeError(f"{name} needs a list of rows, got {_shape_text(a)}")
     if len(set(map(len, a))) > 1:
         raise ValueError(f"{name} needs rows of one length, got {_shape_text(a)}")
@@ -97,7 +97,7 @@ def check_matmul(a, b):
     """Raise ValueError naming both shapes unless a is (n, m) and b is (m, p), n, m, p ≥ 1: the
     inner sizes the lesson's matmul checks, for every row, so that no row is cut short."""
     for name, m in (("left", a), ("right", b)):
-        if not isinstance(m, list) or not m or not all(isinstance(row, list) for row in m):
+        if type(m) is not list or not m or not all(type(row) is list for row in m):
             raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
                             f"the {name} side is not a non-empty list of rows")
     if set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
@@ -134,7 +134,7 @@ def check_add(matrices):
 
 def check_row(row):
     """softmax_row's door: a non-empty list (its numbers are judged by their sum, after)."""
-    if not isinstance(row, list):
+    if type(row) is not list:
         raise TypeError(f"softmax_row needs a list of scores, got {type(row).__name__}")
     if not row:
         raise ValueError("softmax_row needs at least one score, got an empty row")
@@ -143,16 +143,16 @@ def check_row(row):
 def _shape_text(a):
     """How a message shows what came: (2, 3) for a matrix, (2, 3/4) for a ragged one, else its
     type."""
-    if not isinstance(a, list):
+    if type(a) is not list:
         return type(a).__name__
-    widths = sorted({len(row) for row in a}) if all(isinstance(r, list) for r in a) else ["?"]
+    widths = sorted({len(row) for row in a}) if all(type(r) is list for r in a) else ["?"]
     return f"({len(a)}, {'/'.join(map(str, widths)) or 0})"
 
 
 def check_allowed(allowed, rows, cols):
     """Raise ValueError unless allowed is a (rows, cols) matrix of bools, a True in every row."""
-    if not isinstance(allowed, list) or len(allowed) != rows or any(
-            not isinstance(r, list) or len(r) != cols for r in allowed):
+    if type(allowed) is not list or len(allowed) != rows or any(
+            type(r) is not list or len(r) != cols for r in allowed):
         raise ValueError(f"allowed must be a ({rows}, {cols}) matrix of bools, one row per query "
                          f"and one column per source, got {_shape_text(allowed)}")
     for i, row in enumerate(allowed):
@@ -172,7 +172,7 @@ def check_bools(name, row):
 def check_masked_softmax(scores, allowed):
     """masked_softmax's door: two lists of one non-zero length, bools, finite allowed scores."""
     for name, value in (("scores", scores), ("allowed", allowed)):
-        if not isinstance(value, list):
+        if type(value) is not list:
             raise TypeError(f"masked_softmax needs {name} as a list, got {type(value).__name__}")
     if not scores or len(scores) != len(allowed):
         raise ValueError(f"masked_softmax needs scores and allowed of one non-zero length, got "
@@ -275,7 +275,7 @@ _CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scores", "weights", "m
 def _fingerprint(tensors):
     """A hash of named matrices and numbers: equal for equal entries, different (but for a 2⁻⁶⁴
     chance) after any edit."""
-    return hash(tuple((name, tuple(map(tuple, m)) if isinstance(m, list) else m)
+    return hash(tuple((name, tuple(map(tuple, m)) if type(m) is list else m)
                       for name, m in tensors))
 
 

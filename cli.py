@@ -73,11 +73,11 @@ def parse_trace_args(parser, argv, other_inputs=()):
 
 
 def save_view(path, text):
-    """Write a view (an SVG) the user asked for, atomically, and say so. Refuses an empty path and
-    the folder's recorded and source files."""
+    """Write a view (an SVG) the user asked for, atomically, and say so. Refuses an empty path, a
+    folder and the files this folder ships."""
     check_output_path(path)
     write_atomic(path, text)
-    print(f"wrote {path}")
+    show(f"wrote {path}\n")
 
 
 def guarded(action):
@@ -92,7 +92,13 @@ def guarded(action):
         return fail("standard output was closed before everything was printed")
     except FileNotFoundError as e:
         return fail(f"cannot read {e.filename}: {e.strerror}")
-    except (ValueError, TypeError, OSError) as e:
+    except IsADirectoryError as e:
+        return fail(f"{e.filename} is a folder: expected a file")
+    except OSError as e:
+        # Python's own "[Errno 13] Permission denied: 'x'" shown as "x: permission denied"
+        return fail(f"{e.filename}: {e.strerror[0].lower()}{e.strerror[1:]}" if e.filename
+                    and e.strerror else str(e))
+    except (ValueError, TypeError) as e:
         return fail(str(e))
     except RecursionError:
         return fail("a file is nested too deeply to read")

@@ -62,7 +62,7 @@ def write_or_check(text, path, write, check):
     name = os.path.basename(path)
     if write:
         write_atomic(path, text)
-        print(f"wrote {name}")
+        show(f"wrote {name}\n")
         return 0
     if check:
         try:
@@ -70,7 +70,7 @@ def write_or_check(text, path, write, check):
         except OSError as e:
             return fail(f"cannot read {name}: {e.strerror or e}; run with --write to record it")
         if recorded == text:
-            print(f"{name} is up to date")
+            show(f"{name} is up to date\n")
             return 0
         fresh_lines, old_lines = text.splitlines(), recorded.splitlines()
         line = next((n for n, (a, b) in enumerate(zip(fresh_lines, old_lines), 1) if a != b),

@@ -219,7 +219,7 @@ def _run(args):
     if args.scaffold is not None or args.grade is not None:
         import grade_lab06    # here, not at the top: only these two flags need the grader
         if args.scaffold is not None:
-            print(grade_lab06.scaffold(args.scaffold))
+            show(grade_lab06.scaffold(args.scaffold) + "\n")
             return 0
         lines, passed = grade_lab06.grade(args.grade)
         show("\n".join(lines) + "\n")

@@ -12,13 +12,23 @@ Every recorded file, saved tokenizer, SVG and benchmark record goes through writ
 import contextlib
 import os
 import signal
+import stat
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
-# What no view or saved tokenizer may overwrite: the recorded files and the folder's own text.
-PROTECTED = ("attention-trace.json", "perturb-trace.json", "tokenizer.json", "training-run.json",
-             "README.md")
+# Every file the project ships, as `git ls-files` lists it (test_edges.py keeps the list true): no
+# view, saved tokenizer or scaffold may overwrite one of them.
+SHIPPED = frozenset("""
+    .ci/run .gitignore README.md attention-trace.json attention-weights.svg attention.py
+    bench-attention.txt bench-bpe.txt bench_attention.py bench_bpe.py bpe.py checks.py cli.py
+    golden.py gradcheck.py grade_lab06.py helpers_for_tests.py lab06.py learned-attention.svg
+    make_tokenizer.py perturb-trace.json perturb_attention.py reference.py safe_io.py
+    test_attention.py test_bpe.py test_edges.py test_experiments.py test_grader.py test_layout.py
+    test_perturb.py test_properties.py test_readme.py test_readme_errors.py test_training.py
+    test_views.py
+    tokenizer.json trace_attention.py train_attention.py training-run.json views.py
+""".split())
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):
@@ -37,22 +47,29 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
 
 
 def check_output_path(path):
-    """Refuse an empty output path, or one that would overwrite a recorded file or the folder's own
-    source (a view is no golden file)."""
+    """Refuse an empty output path, a folder, and any file this project ships or its git history
+    (a view is no golden file)."""
     if not path:
         raise ValueError("the output path is empty: expected a file name")
-    target = os.path.realpath(path)
-    if os.path.dirname(target) == os.path.realpath(HERE) and (
-            os.path.basename(target) in PROTECTED or target.endswith(".py")):
-        raise ValueError(f"{path} is one of this folder's recorded or source files: write the view "
-                         f"somewhere else")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: expected a file name")
+    target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
+    if target in SHIPPED or target.split(os.sep)[0] == ".git":
+        raise ValueError(f"{path} is one of this folder's own files: write the view somewhere "
+                         f"else")
 
 
 def write_atomic(path, text):
     """Write text to path whole or not at all: through a temporary file beside the target, renamed
     into place. A symlink's target is replaced and the link kept; a target that exists and is not a
     regular file (a device, a FIFO, /dev/stdout) is written to directly. The temporary file is
-    removed on any error and on SIGTERM. Raises OSError naming path when it cannot be written."""
+    removed on any error and on SIGTERM, SIGHUP or Ctrl-C. A file without write permission is not
+    replaced. Raises OSError naming path when it cannot be written."""
+    if os.path.isdir(path):
+        raise OSError(f"cannot write {path}: it is a folder")
+    if os.path.isfile(path) and not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP
+                                                             | stat.S_IWOTH):
+        raise OSError(f"cannot write {path}: the file is read-only")
     if os.path.exists(path) and not os.path.isfile(path):
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -66,7 +83,7 @@ def write_atomic(path, text):
     except OSError as e:
         raise OSError(f"cannot write {path}: {e.strerror}") from None
     try:
-        with _raising_on_sigterm():
+        with _raising_on_signals():
             os.chmod(tmp, _readable_mode(target))  # mkstemp makes the file private
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
                 f.write(text)
@@ -81,20 +98,25 @@ def write_atomic(path, text):
         raise
 
 
+_STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
-def _raising_on_sigterm():
-    """While a write is under way, SIGTERM raises SystemExit, so the cleanup above runs."""
+def _raising_on_signals():
+    """While a write is under way, SIGTERM and SIGHUP (a closed terminal) raise SystemExit, so the
+    cleanup above runs; Ctrl-C raises KeyboardInterrupt, which it catches too."""
     def stop(signum, frame):
         raise SystemExit(128 + signum)
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = [(number, signal.signal(number, stop)) for number in _STOPPING]
     except ValueError:        # not the main thread: signals cannot be caught here
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous:
+            signal.signal(number, handler)
 
 
 def _readable_mode(path):

@@ -24,7 +24,7 @@ import random
 import sys
 from math import fsum
 
-from attention import MASK_MODES, attention_backward, attention_forward, init_attention
+from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
 from bpe import Tokenizer, chunks
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
 from gradcheck import central_differences, max_err
@@ -62,8 +62,13 @@ def readout(T, seed=SEED):
 
 
 def loss(params, x, r, mask="causal"):
-    """Σ over every entry of out·r, correctly rounded."""
+    """Σ over every entry of out·r, correctly rounded. Raises ValueError unless r has out's shape
+    (T, d_model): a sum over the shorter of two lists would hide the mismatch."""
     out = attention_forward(params, x, mask)["out"]
+    if not isinstance(r, list) or len(r) != len(out) or any(
+            not isinstance(row, list) or len(row) != len(out[0]) for row in r):
+        raise ValueError(f"loss needs r of out's shape {shape(out)}, got {shape(r)}, rows of "
+                         f"{sorted({len(row) for row in r if isinstance(row, list)})} entries")
     return fsum(o * w for out_row, r_row in zip(out, r) for o, w in zip(out_row, r_row))
 
 
@@ -77,12 +82,14 @@ def load_tokenizer():
     return Tokenizer.load(TOKENIZER_PATH)
 
 
-def inputs(tokenizer, text, embedding):
+def inputs(tokenizer, text, embedding, what="the sentence"):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
-    a text of more than MAX_TOKENS tokens: the trace and its views are read by a person."""
+    a text of more than MAX_TOKENS tokens, naming it as `what`: the trace and its views are read
+    by a person."""
     ids = tokenizer.encode(text)
     if len(ids) > MAX_TOKENS:
-        raise ValueError(f"{text[:20]!r}… has {len(ids)} tokens: the trace and its views take at "
+        shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
+        raise ValueError(f"{what} {shown} has {len(ids)} tokens: the trace and its views take at "
                          f"most {MAX_TOKENS}")
     return ids, [list(embedding[i]) for i in ids]
 
@@ -99,7 +106,7 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     """Everything the lesson records, in the order attention-trace.json keeps it."""
     tokenizer, params, embedding = lesson_setup(tokenizer)
     ids, x = inputs(tokenizer, sentence, embedding)
-    _, x_changed = inputs(tokenizer, changed, embedding)
+    _, x_changed = inputs(tokenizer, changed, embedding, "the edited sentence")
     cache = attention_forward(params, x)
     r = readout(len(x))
 
@@ -244,6 +251,7 @@ def _run(args):
         changed = args.changed
     else:
         changed = CHANGED if args.sentence is None else edited(sentence)
+    recorded = trace(sentence, changed, tokenizer)     # both sentences checked before any output
     if args.svg is not None:
         save_view(args.svg, weights_svg(sentence, tokenizer))
     if args.table:
@@ -251,11 +259,10 @@ def _run(args):
         if "mixed" in args.show:          # the one intermediate the trace does not record
             tokenizer, params, embedding = lesson_setup(tokenizer)
             run = attention_forward(params, inputs(tokenizer, sentence, embedding)[1])
-        show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
+        show(trace_table(recorded, args.show, run))
     if args.svg is not None or args.table:
         return 0
-    return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
-                          args.check)
+    return write_or_check(to_json(recorded), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,138 @@
+"""The README's two tables of errors are true: every call of the first is run and raises the error
+shown, and every command line of the second is run and prints the line shown. A `…` in the README
+stands for text left out; the rest must match in order."""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+import attention
+import bpe
+import lab06
+import trace_attention as ta
+from helpers_for_tests import HERE, run_main, run_script
+
+with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+    README = f.read()
+
+
+def table(header):
+    """The rows of the README table under header, as (first cell, second cell) without backticks."""
+    lines = README[README.index(header):].split("\n\n", 1)[0].splitlines()[2:]
+    cells = [line.split(" | ") for line in lines]
+    return [(first.removeprefix("| ").replace("`", ""), second.removesuffix(" |").strip("`"))
+            for first, second in cells]
+
+
+def matches(shown, message):
+    """shown, with … for text left out, is the whole of message."""
+    pattern = ".*?".join(re.escape(part.strip()) for part in shown.split("…"))
+    return re.fullmatch(pattern, message.strip(), re.S) is not None
+
+
+class PythonErrors(unittest.TestCase):
+
+    def test_every_call_raises_the_error_the_readme_shows(self):
+        tokenizer, P, _ = ta.lesson_setup()
+        X = ta.inputs(tokenizer, ta.SENTENCE, ta.lesson_setup()[2])[1]
+        names = {name: getattr(attention, name) for name in dir(attention)
+                 if not name.startswith("_")}
+        names.update(P=P, X=X, C=attention.attention_forward(P, X), tokenizer=tokenizer,
+                     Tokenizer=bpe.Tokenizer, train=bpe.train, nan=math.nan, inf=math.inf)
+        rows = table("| call | error |")
+        self.assertGreaterEqual(len(rows), 30)
+        for call, shown in rows:
+            q, k, v, allowed = lab06.projected()
+            with self.subTest(call=call):
+                with self.assertRaises(Exception) as caught:
+                    eval(call, {**names, "q": q, "k": k, "v": v, "allowed": allowed})
+                got = f"{type(caught.exception).__name__}: {caught.exception}"
+                self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
+
+
+class CommandLineErrors(unittest.TestCase):
+    """Each row's command line, run as the row says, in a temporary folder where it needs one."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def copy(self, *names):
+        for name in names:
+            shutil.copy(os.path.join(HERE, name), self.tmp)
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def run_row(self, row):
+        """The command line of a row, run in a folder of its own: its result (returncode, stdout,
+        stderr)."""
+        self.tmp = tmp = tempfile.mkdtemp(dir=self.tmp)
+        if row.startswith("trace_attention.py --check with"):
+            self.copy("attention-trace.json", "tokenizer.json")
+            path = os.path.join(tmp, "attention-trace.json")
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text.replace("0.5164", "0.5165"))
+            return run_script("trace_attention.py", "--check", folder=tmp)
+        if row.startswith("trace_attention.py with tokenizer.json missing"):
+            return run_script("trace_attention.py", folder=tmp)
+        if row == 'trace_attention.py --svg ""':
+            return run_script("trace_attention.py", "--svg", "")
+        if row.startswith("trace_attention.py --svg attention-trace.json"):
+            return run_script("trace_attention.py", "--svg", "attention-trace.json", cwd=HERE)
+        if row.startswith("trace_attention.py --svg onto a read-only file"):
+            path = self.write("kept.svg", b"<svg/>\n")
+            os.chmod(path, 0o444)
+            return run_script("trace_attention.py", "--svg", path)
+        if row.startswith("trace_attention.py --svg /tmp"):
+            return run_script("trace_attention.py", "--svg", "/tmp")
+        if row.startswith("trace_attention.py --sentence of 1200 tokens"):
+            return run_script("trace_attention.py", "--sentence", "a " * 1200)
+        if row.startswith("trace_attention.py --sentence S --changed S2"):
+            sentence = " ".join(["a"] * 64)
+            return run_script("trace_attention.py", "--sentence", sentence, "--changed",
+                              sentence + " a")
+        if row.startswith("trace_attention.py >&-"):
+            return subprocess.run([sys.executable, "trace_attention.py"], cwd=HERE, text=True,
+                                  stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+        if row.startswith("bpe.py encode mia --tokenizer nested.json"):
+            path = self.write("nested.json", b"[" * 100_000)
+            return run_main(bpe.main, "encode", "mia", "--tokenizer", path)
+        if row == "bpe.py encode mia --tokenizer /dev/zero":
+            return run_main(bpe.main, "encode", "mia", "--tokenizer", "/dev/zero")
+        if row.startswith("bpe.py encode mia --tokenizer latin1.json"):
+            path = self.write("latin1.json", b'{"version": 1, "alphabet": ["\xe9"]}')
+            return run_main(bpe.main, "encode", "mia", "--tokenizer", path)
+        if row.startswith("bpe.py encode mia --tokenizer /tmp"):
+            return run_main(bpe.main, "encode", "mia", "--tokenizer", "/tmp")
+        if row.startswith("bench_bpe.py --rust"):
+            with mock.patch("importlib.util.find_spec", return_value=None):
+                return run_script("bench_bpe.py", "--quick", "--rust")
+        self.fail(f"the README's row {row!r} has no command line in this test: add one")
+
+    def test_every_command_line_prints_the_line_the_readme_shows(self):
+        rows = table("| command line | error |")
+        self.assertGreaterEqual(len(rows), 10)
+        for row, shown in rows:
+            with self.subTest(row=row):
+                done = self.run_row(row)
+                self.assertNotEqual(done.returncode, 0)
+                self.assertNotIn("Traceback", done.stderr)
+                self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+                self.assertTrue(matches(shown, done.stderr),
+                                f"the README shows {shown!r}, got {done.stderr!r}")
+
+
+if __name__ == "__main__":
+    unittest.main()
