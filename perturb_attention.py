@@ -5,6 +5,7 @@
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
     python3 perturb_attention.py --table    Q, K, V, S, A and Z, then each change's rows in full
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
+    python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
     python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py)
     python3 perturb_attention.py --head FILE [--ablate-value J] [--set-query I=a,b]
@@ -30,6 +31,7 @@ import sys
 
 import lab06
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
+from explorer import lab_page
 from golden import rounded, to_json, write_or_check
 from lab06 import DIGITS, HEAD, INTERVENTIONS, TITLES, projected, subscript
 from views import heatmaps_svg, number, panel, text_table
@@ -161,8 +163,9 @@ def main(argv=None):
                         dest="changes", help="query I may no longer read source J (repeatable)")
     parser.add_argument("--bug", choices=["post-softmax"],
                         help="also show the buggy procedure: softmax, then zero the future")
+    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
     args = parse_trace_args(parser, argv, other_inputs=(
-        "scaffold", "grade", "head", "changes", "bug"))
+        "scaffold", "grade", "head", "changes", "bug", "html"))
     if args.scaffold is not None and args.grade is not None:
         parser.error("--scaffold and --grade are two steps: run one, then the other")
     return guarded(lambda: _run(args))
@@ -230,9 +233,11 @@ def _run(args):
     result = lab06.experiment(head, changes, args.bug) if own else lab06.lab()
     if args.svg is not None:
         save_view(args.svg, lab_svg(result, head, changes))
+    if args.html is not None:
+        save_view(args.html, lab_page(result, cases(result, head, changes), head, changes))
     if args.table:
         show(lab_table(result, head, changes))
-    if args.svg is not None or args.table:
+    if args.svg is not None or args.table or args.html is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))
     if own:
