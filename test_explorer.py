@@ -1,12 +1,17 @@
-"""The explorer pages: every number they hold is the trace's, and they need nothing from outside.
+"""The explorer pages: every number they hold is the trace's, they need nothing from outside, and in
+a real browser each interaction shows the right numbers.
 
-The tests read the pages' HTML and embedded JSON with the standard library.
+The first classes read the pages' HTML and embedded JSON with the standard library.
+ExplorerInBrowser drives Debian's chromium through chromedriver (browser.py): it runs when
+EXPLORER_BROWSER_TESTS=1 is set, as .ci/run sets it (the browser tests take seconds, too slow for
+every run of the suite), and skips with one line where chromium or chromedriver is not installed.
 """
 
 import doctest
 import json
 import math
 import os
+import struct
 import tempfile
 import unittest
 from html.parser import HTMLParser
@@ -21,6 +26,7 @@ from golden import rounded
 from helpers_for_tests import HERE, MessageAssertions, run_script
 from views import number, token_labels
 
+BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
 LESSON_FILE, LAB_FILE = "attention-explorer.html", "lab06-explorer.html"
 LAB_KEYS = ["baseline", *lab06.TITLES, "bug"]
 
@@ -265,6 +271,227 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
             with open(os.path.join(HERE, name), encoding="utf-8") as f:
                 self.assertEqual(f.read(), page,
                                  f"{name} is stale: run python3 {command} --html {name}")
+
+
+@unittest.skipUnless(os.environ.get(BROWSER_VARIABLE) == "1",
+                     f"set {BROWSER_VARIABLE}=1 to drive chromium (.ci/run does)")
+class ExplorerInBrowser(unittest.TestCase):
+    """Both pages in one headless chromium, shared by every test: open a state, hover, click,
+    press keys, then read the numbers the page shows and compare them with the trace."""
+
+    @classmethod
+    def setUpClass(cls):
+        import browser     # here: urllib.request takes longer to import than the page tests run
+        reason = browser.missing()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.folder = tempfile.TemporaryDirectory()
+        cls.pages = {}
+        for name, page in ((LESSON_FILE, LESSON), (LAB_FILE, LAB)):
+            cls.pages[name] = os.path.join(cls.folder.name, name)
+            with open(cls.pages[name], "w", encoding="utf-8") as f:
+                f.write(page)
+        try:
+            cls.browser = browser.Browser(width=880)
+        except BaseException:
+            cls.folder.cleanup()
+            raise
+        cls.runs = lesson_runs()[0]
+        cls.trace = read_json("attention-trace.json")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.quit()
+        cls.folder.cleanup()
+
+    # ---- what the page shows -------------------------------------------------------------------
+
+    def open(self, name=LESSON_FILE, fragment=""):
+        self.browser.open(self.pages[name], fragment)
+
+    def shown(self, name):
+        """The text of the first number called name in the arithmetic panel."""
+        return self.browser.text(f'#arithmetic span[data-name="{name}"]')
+
+    def status(self):
+        return self.browser.text("#status")
+
+    def fragment(self):
+        return self.browser.run("return location.hash")
+
+    def cell(self, i, j):
+        return f'td.cell[data-row="{i}"][data-col="{j}"]'
+
+    def cells(self):
+        """Every cell's text, row by row, as the page shows it."""
+        return self.browser.run("return [...document.querySelectorAll('#grid tbody tr')].map(tr => "
+                                "[...tr.querySelectorAll('td.cell')].map(td => td.innerText))")
+
+    def pressed(self):
+        return self.browser.run("return document.querySelector('button.mode[aria-pressed=true]')"
+                                ".dataset.mode")
+
+    def wait_until(self, read, value):
+        """Poll read() until it returns value; fail naming both after browser.TIMEOUT."""
+        try:
+            self.browser.wait_for(lambda: read() == value, f"{read.__name__}() == {value!r}")
+        except AssertionError:
+            self.assertEqual(read(), value)
+
+    def wait_for_status(self, start):
+        self.browser.wait_for(lambda: self.status().startswith(start),
+                              f"a status that starts {start!r}, not {self.status()!r}")
+
+    def lesson_cells(self, mode):
+        """What each cell must show: its weight to 4 decimals, "0" where the mask blocks it."""
+        run = self.runs[mode]
+        return [["0" if s == -math.inf else number(w) for w, s in zip(w_row, s_row)]
+                for w_row, s_row in zip(run["weights"], run["scores"])]
+
+    # ---- the tests -----------------------------------------------------------------------------
+
+    def test_opens_from_file_and_asks_the_network_for_nothing(self):
+        self.open()
+        self.assertEqual(self.browser.run(
+            "return [location.protocol, performance.getEntriesByType('resource').length]"),
+            ["file:", 0])
+        self.assertEqual(self.pressed(), "causal")
+        self.assertTrue(self.status().startswith("Hover a cell"))
+
+    def test_each_mask_mode_shows_its_weights_in_every_cell(self):
+        self.open()
+        recorded = [[number(w) if s is not None else "0" for w, s in zip(w_row, s_row)]
+                    for w_row, s_row in zip(self.trace["weights"], self.trace["scores"])]
+        self.assertEqual(self.cells(), recorded, "attention-trace.json's weights")
+        for mode in ("none", "zero", "causal"):
+            self.browser.click(f'button[data-mode="{mode}"]')
+            self.wait_until(self.pressed, mode)
+            self.assertEqual(self.cells(), self.lesson_cells(mode), mode)
+            self.assertEqual(self.fragment(), f"#mode={mode}")
+
+    def test_hovering_a_cell_shows_its_arithmetic_and_highlights_its_row(self):
+        self.open()
+        self.browser.hover(self.cell(2, 0))
+        self.wait_for_status("Showing row 3 (␣a), column 1 (mia)")
+        t = self.trace
+        self.assertEqual(self.shown("score"), number(t["scores"][2][0]))
+        self.assertEqual(self.shown("weight"), number(t["weights"][2][0]))
+        self.assertEqual((self.shown("q.1"), self.shown("k.2")),
+                         (number(t["q"][2][0]), number(t["k"][0][1])))
+        self.assertEqual(self.shown("v"), vector_text(t["v"][0]))
+        self.assertEqual(self.browser.run(
+            "return [...document.querySelectorAll('#grid tbody tr')].filter("
+            "tr => !tr.querySelector('td.cell').classList.contains('dim')).map("
+            "tr => tr.querySelector('th.row').innerText)"), ["␣a"], "only row 3 stands out")
+        self.assertEqual(self.fragment(), "#mode=causal", "hovering is not a state to link")
+
+    def test_a_click_locks_and_a_second_click_or_escape_unlocks(self):
+        self.open()
+        self.browser.click(self.cell(1, 0))
+        self.wait_until(self.fragment, "#mode=causal&row=2&col=1")
+        self.browser.hover(self.cell(4, 2))
+        self.assertTrue(self.status().startswith("Locked on row 2 (␣has), column 1 (mia)"))
+        self.assertEqual(self.shown("weight"), number(self.trace["weights"][1][0]))
+        self.browser.click(self.cell(1, 0))
+        self.wait_until(self.fragment, "#mode=causal")
+        self.browser.hover(self.cell(4, 2))
+        self.wait_for_status("Showing row 5 (␣ball), column 3 (␣a)")
+        self.assertEqual(self.shown("weight"), number(self.trace["weights"][4][2]))
+        self.browser.click(self.cell(4, 2))
+        self.wait_until(self.fragment, "#mode=causal&row=5&col=3")
+        self.browser.keys("Escape")
+        self.wait_until(self.fragment, "#mode=causal")
+        self.wait_for_status("Showing row 5")
+
+    def test_arrow_keys_move_the_selection_and_enter_or_space_lock_it(self):
+        self.open()
+        self.browser.click(self.cell(0, 0))
+        self.assertEqual(self.browser.run("return document.activeElement.id"), "grid")
+        self.browser.keys("ArrowDown", "ArrowDown", "ArrowRight")
+        self.wait_until(self.fragment, "#mode=causal&row=3&col=2")
+        self.assertEqual(self.shown("weight"), number(self.trace["weights"][2][1]))
+        self.browser.keys("ArrowUp", "ArrowUp", "ArrowUp", "ArrowRight")   # stops at row 1
+        self.wait_until(self.fragment, "#mode=causal&row=1&col=3")
+        self.assertEqual((self.shown("score"), self.shown("weight")), ("−∞", "0.0000"))
+        self.browser.keys("Enter")
+        self.wait_until(self.fragment, "#mode=causal")
+        self.browser.keys("Space")
+        self.wait_until(self.fragment, "#mode=causal&row=1&col=3")
+
+    def test_tab_and_enter_switch_the_mask_from_the_keyboard(self):
+        self.open()
+        self.browser.run("document.querySelector('button.mode').focus()")
+        self.browser.keys("Tab", "Enter")
+        self.wait_until(self.pressed, "none")
+        self.assertEqual(self.cells(), self.lesson_cells("none"))
+
+    def test_a_fragment_opens_the_page_in_its_state(self):
+        self.open(fragment="mode=zero&row=1&col=2")
+        self.assertEqual(self.pressed(), "zero")
+        self.assertTrue(self.status().startswith("Locked on row 1 (mia), column 2 (␣has)"))
+        self.assertEqual(self.cells(), self.lesson_cells("zero"))
+        self.assertEqual(self.shown("score"), "0.0000", "the bug's score for the future")
+        self.assertEqual(self.shown("weight"), number(self.runs["zero"]["weights"][0][1]))
+        self.open(fragment="mode=bogus&row=99&col=x")
+        self.assertEqual((self.pressed(), self.fragment()), ("causal", "#mode=causal"))
+
+    def test_editing_the_fragment_moves_the_page_to_its_state(self):
+        self.open()
+        self.browser.run("location.hash = 'mode=none&row=6&col=6'")
+        self.wait_for_status("Locked on row 6 (.), column 6 (.)")
+        self.assertEqual(self.pressed(), "none")
+        self.assertEqual(self.shown("weight"), number(self.runs["none"]["weights"][5][5]))
+
+    def test_changed_rows_are_outlined_and_marked_in_words(self):
+        read = ("return [...document.querySelectorAll('#grid tbody tr')].map(tr => "
+                "[tr.classList.contains('changed'), tr.querySelector('td.mark').innerText])")
+        self.open(fragment="mode=none")
+        self.assertEqual(self.browser.run(read), [[True, "◀ changed"]] * 5 + [[False, ""]])
+        self.open(fragment="mode=causal")
+        self.assertEqual(self.browser.run(read), [[False, ""]] * 6)
+
+    def test_labs_page_shows_each_map_and_its_fractions(self):
+        result = lab06.lab()
+        self.open(LAB_FILE)
+        for key, case in zip(LAB_KEYS, perturb_attention.cases(result)):
+            self.browser.click(f'button[data-mode="{key}"]')
+            self.wait_until(self.pressed, key)
+            marks = case["zeroed"] or case["hatched"]
+            self.assertEqual(self.cells(), [
+                ["0" if h or z else number(w) for w, h, z in zip(w_row, h_row, z_row)]
+                for w_row, h_row, z_row in zip(case["weights"], case["hatched"], marks)], key)
+        self.open(LAB_FILE, "mode=future_key_perturbation&row=3&col=1")
+        self.assertEqual(self.shown("weight"), "0.1000")
+        self.assertIn("(≈ 1/10)", self.browser.text("#arithmetic"))
+        self.open(LAB_FILE, "mode=baseline&row=2&col=1")
+        self.assertIn("0.3333 (= 1/3)", self.browser.text("#arithmetic"))
+        self.open(LAB_FILE, "mode=connection_removal&row=3&col=2")
+        self.assertEqual((self.shown("score"), self.shown("weight")), ("−∞", "0.0000"))
+
+    def test_page_fits_880_px_with_no_text_under_12_px(self):
+        self.open(fragment="mode=zero&row=2&col=4")
+        width, scroll, smallest = self.browser.run(
+            "const sizes = [...document.querySelectorAll('td, th, #arithmetic .line, button')]"
+            ".map(e => parseFloat(getComputedStyle(e).fontSize));"
+            "return [innerWidth, document.documentElement.scrollWidth, Math.min(...sizes)]")
+        self.assertEqual(width, 880)
+        self.assertLessEqual(scroll, 880, "no sideways scrolling at 880 px")
+        self.assertGreaterEqual(smallest, 11)
+
+    def test_screenshots_of_each_mask_mode_are_880_px_pngs(self):
+        for mode in ("causal", "none", "zero"):
+            self.open(fragment=f"mode={mode}&row=4&col=2")
+            path = os.path.join(self.folder.name, f"{mode}.png")
+            png = self.browser.screenshot(path)
+            self.assertEqual(png_size(png)[0], 880, mode)
+            self.assertTrue(os.path.getsize(path) > 10_000, f"{mode}: an empty picture?")
+
+
+def png_size(data):
+    """(width, height) of PNG bytes; ValueError when they are not a PNG."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise ValueError(f"not a PNG: it starts {data[:16]!r}")
+    return struct.unpack(">II", data[16:24])
 
 
 def load_tests(loader, tests, ignore):
