@@ -28,6 +28,8 @@ from views import number, token_labels
 
 BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
 LESSON_FILE, LAB_FILE = "attention-explorer.html", "lab06-explorer.html"
+SCREENSHOT = "attention-explorer.png"
+README_STATE = "mode=zero&row=2&col=4"     # the state the README's screenshot shows
 LAB_KEYS = ["baseline", *lab06.TITLES, "bug"]
 
 
@@ -271,6 +273,17 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
             with open(os.path.join(HERE, name), encoding="utf-8") as f:
                 self.assertEqual(f.read(), page,
                                  f"{name} is stale: run python3 {command} --html {name}")
+
+    def test_readme_shows_the_screenshot_and_says_how_to_open_the_page(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        for text in (f"]({SCREENSHOT})", f"python3 trace_attention.py --html {LESSON_FILE}",
+                     f"python3 perturb_attention.py --html {LAB_FILE}",
+                     f"python3 browser.py {LESSON_FILE} {SCREENSHOT} --fragment '{README_STATE}'",
+                     f"#{README_STATE}"):
+            self.assertTrue(text in readme, f"the README should say {text!r}")
+        with open(os.path.join(HERE, SCREENSHOT), "rb") as f:
+            self.assertEqual(png_size(f.read())[0], 880, "taken at the README's 880 px")
 
 
 @unittest.skipUnless(os.environ.get(BROWSER_VARIABLE) == "1",
