@@ -7,7 +7,7 @@ chromedriver over the WebDriver HTTP protocol with urllib. No selenium, no packa
     with Browser() as b:         starts chromedriver and one headless session; quits both at exit
         b.open(path, fragment)   a local file, loaded afresh
         b.text(css), b.hover(css), b.click(css), b.keys(*keys), b.run(script, *args)
-        b.wait_for(condition, what)    poll until condition() is true (10 s), or raise naming what
+        b.wait_for(condition, what)    poll until condition() is true, or TimeoutError after 10 s
         b.screenshot(path)
 
 missing() says why no browser can run here (None when chromium and chromedriver are installed):
@@ -15,8 +15,8 @@ missing() says why no browser can run here (None when chromium and chromedriver 
 chromium, and every WebDriver command the tests do not use.
 """
 
-import argparse
 import base64
+import errno
 import json
 import os
 import shutil
@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote
 
-from cli import guarded
+from cli import OneLineParser, guarded
 from safe_io import check_output_path
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -140,11 +140,11 @@ class Browser:
                      {"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})
 
     def wait_for(self, condition, what):
-        """Poll condition() until it is true; raise AssertionError naming what after TIMEOUT."""
+        """Poll condition() until it is true; raise TimeoutError naming what after TIMEOUT."""
         deadline = time.monotonic() + TIMEOUT
         while not condition():
             if time.monotonic() > deadline:
-                raise AssertionError(f"waited {TIMEOUT:g} s for {what}")
+                raise TimeoutError(f"waited {TIMEOUT:g} s for {what}")
             time.sleep(0.02)
 
     def screenshot(self, path=None):
@@ -208,7 +208,7 @@ def page_screenshot(page, picture, fragment="", width=880):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="A screenshot of a page in headless chromium.")
+    parser = OneLineParser(description="A screenshot of a page in headless chromium.")
     parser.add_argument("page", help="the HTML file")
     parser.add_argument("picture", help="the PNG to write")
     parser.add_argument("--fragment", default="", help="the state to open, e.g. mode=zero&row=2")
@@ -216,6 +216,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     def shoot():
+        if not os.path.isfile(args.page):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
+        check_output_path(args.picture)      # before a browser starts for nothing
         if missing():
             raise OSError(missing())
         page_screenshot(args.page, args.picture, args.fragment, args.width)

@@ -289,7 +289,7 @@ button:focus-visible,#grid:focus-visible{outline:3px solid #111;outline-offset:3
 #grid{border-collapse:separate;border-spacing:0}
 caption{text-align:left;font-size:13px;color:#333;padding-bottom:4px}
 #grid th{font-weight:normal;font-size:13px;padding:2px 6px;white-space:nowrap}
-th.corner{color:#555;font-size:11px!important;text-align:right}
+th.corner{color:#555;font-size:12px!important;text-align:right}
 th.row{text-align:right;cursor:pointer}
 th.focus{font-weight:bold!important;text-decoration:underline}
 td.cell{width:62px;min-width:62px;height:40px;text-align:center;font-size:14px;cursor:pointer;

@@ -23,7 +23,7 @@ import perturb_attention
 import trace_attention as ta
 from attention import attention_forward, softmax_row
 from golden import rounded
-from helpers_for_tests import HERE, MessageAssertions, run_script
+from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
 from views import number, token_labels
 
 BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
@@ -267,6 +267,15 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                     self.assertOneLineError(run_script("trace_attention.py", "--html", path),
                                             fragment)
 
+    def test_screenshot_command_refuses_a_missing_page_in_one_line(self):
+        import browser     # urllib.request, which it imports, is slower to load than most tests
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, "missing.html")
+            self.assertOneLineError(run_main(browser.main, missing, os.path.join(tmp, "x.png")),
+                                    f"cannot read {missing}")
+            self.assertOneLineError(run_main(browser.main, os.path.join(HERE, LESSON_FILE), ""),
+                                    "the output path is empty")
+
     def test_committed_pages_are_what_html_writes_now(self):
         for name, page, command in ((LESSON_FILE, LESSON, "trace_attention.py"),
                                     (LAB_FILE, LAB, "perturb_attention.py")):
@@ -348,12 +357,14 @@ class ExplorerInBrowser(unittest.TestCase):
         """Poll read() until it returns value; fail naming both after browser.TIMEOUT."""
         try:
             self.browser.wait_for(lambda: read() == value, f"{read.__name__}() == {value!r}")
-        except AssertionError:
+        except TimeoutError:
             self.assertEqual(read(), value)
 
     def wait_for_status(self, start):
-        self.browser.wait_for(lambda: self.status().startswith(start),
-                              f"a status that starts {start!r}, not {self.status()!r}")
+        try:
+            self.browser.wait_for(lambda: self.status().startswith(start), "the status")
+        except TimeoutError:
+            self.fail(f"the status should start {start!r}, it says {self.status()!r}")
 
     def lesson_cells(self, mode):
         """What each cell must show: its weight to 4 decimals, "0" where the mask blocks it."""
@@ -489,7 +500,7 @@ class ExplorerInBrowser(unittest.TestCase):
             "return [innerWidth, document.documentElement.scrollWidth, Math.min(...sizes)]")
         self.assertEqual(width, 880)
         self.assertLessEqual(scroll, 880, "no sideways scrolling at 880 px")
-        self.assertGreaterEqual(smallest, 11)
+        self.assertGreaterEqual(smallest, 12)
 
     def test_screenshots_of_each_mask_mode_are_880_px_pngs(self):
         for mode in ("causal", "none", "zero"):
