@@ -26,6 +26,7 @@ with nothing blocked), its "masked_scores" the core's `scores`, its "output" the
     ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j)
                                       an intervention on any head, positions counted from 1
     experiment(head, changes, bug)    a head, one intervention made of changes, and the bug
+    cases(result, head, changes)      each map a view of a result shows, in order
 """
 
 import json
@@ -37,6 +38,7 @@ from attention import attend, causal_mask, masked_softmax, matmul
 from checks import check_matrix
 from golden import changed_rows
 from safe_io import read_text
+from views import number
 
 # kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
 C = math.sqrt(2) * math.log(2)
@@ -263,3 +265,61 @@ def experiment(head, changes, bug):
         result["buggy_post_softmax"] = {"weights": weights, "row_sums": [fsum(r) for r in weights],
                                         "output": output}
     return result
+
+
+# ---- what a view shows -------------------------------------------------------------------------
+
+def position_labels(T):
+    """x₁ … x_T: positions counted from 1, as the lab counts them."""
+    return [f"x{subscript(i + 1)}" for i in range(T)]
+
+
+def cases(result, head=HEAD, changes=()):
+    """Each map a view shows, as a dict: key (baseline, an intervention's name, intervention or
+    bug), change (what was applied to fresh copies, or None), title, subtitle, weights, output,
+    hatched (blocked by the mask), zeroed (set to 0 after the softmax), and the rows of A and Z that
+    changed from the baseline. For the lab's result, or an experiment's with the changes it made
+    (the views of perturb_attention.py and explorer.py show them)."""
+    def blocked_after(change=None):
+        q, k, v, allowed = projected(head)
+        if change:
+            change(q, k, v, allowed)
+        return [[not ok for ok in row] for row in allowed]
+
+    def combined(q, k, v, allowed):
+        for change in changes:
+            change(q, k, v, allowed)
+
+    base = result["baseline"]
+    T = len(base["weights"])
+    found = [{"key": "baseline", "change": None, "title": "baseline", "subtitle": "",
+              "weights": base["weights"],
+              "output": base["output"], "hatched": blocked_after(), "zeroed": None,
+              "weight_rows": [], "output_rows": []}]
+    if "interventions" in result:
+        runs = [(key, TITLES[key], INTERVENTIONS[key], result["interventions"][key])
+                for key in TITLES]
+    elif "intervention" in result:
+        runs = [("intervention", "; ".join(result["intervention"]["changes"]), combined,
+                 result["intervention"])]
+    else:
+        runs = []
+    labels = position_labels(T)
+    for key, title, change, run in runs:
+        rows = ", ".join(labels[i] for i in run["output_rows_changed"]) or "none"
+        found.append({"key": key, "change": change, "title": title,
+                      "subtitle": f"Z changed at {rows}", "weights": run["weights"],
+                      "output": run["output"], "hatched": blocked_after(change), "zeroed": None,
+                      "weight_rows": run["weight_rows_changed"],
+                      "output_rows": run["output_rows_changed"]})
+    if "buggy_post_softmax" in result:
+        bug = result["buggy_post_softmax"]
+        found.append({"key": "bug", "change": None, "title": "buggy: softmax, then zero the future",
+                      "subtitle": f"row sums {_vector(bug['row_sums'])}", "weights": bug["weights"],
+                      "output": bug["output"], "hatched": [[False] * T for _ in range(T)],
+                      "zeroed": blocked_after(), "weight_rows": [], "output_rows": []})
+    return found
+
+
+def _vector(values):
+    return "[" + ", ".join(number(v, 4) for v in values) + "]"

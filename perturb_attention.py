@@ -5,6 +5,7 @@
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
     python3 perturb_attention.py --table    Q, K, V, S, A and Z, then each change's rows in full
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
+    python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
     python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py)
     python3 perturb_attention.py --head FILE [--ablate-value J] [--set-query I=a,b]
@@ -30,64 +31,15 @@ import sys
 
 import lab06
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
+from explorer import lab_page
 from golden import rounded, to_json, write_or_check
-from lab06 import DIGITS, HEAD, INTERVENTIONS, TITLES, projected, subscript
+from lab06 import DIGITS, HEAD, cases, position_labels
 from views import heatmaps_svg, number, panel, text_table
 
 TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perturb-trace.json")
 
 
 # ---- views for a person -----------------------------------------------------------------------
-
-def position_labels(T):
-    """x₁ … x_T: positions counted from 1, as the lab counts them."""
-    return [f"x{subscript(i + 1)}" for i in range(T)]
-
-
-def cases(result, head=HEAD, changes=()):
-    """Each map a view shows, as a dict: title, subtitle, weights, output, hatched (blocked by the
-    mask), zeroed (set to 0 after the softmax), and the rows of A and Z that changed from the
-    baseline. For the lab's result, or an experiment's with the changes it made."""
-    def blocked_after(change=None):
-        q, k, v, allowed = projected(head)
-        if change:
-            change(q, k, v, allowed)
-        return [[not ok for ok in row] for row in allowed]
-
-    def combined(q, k, v, allowed):
-        for change in changes:
-            change(q, k, v, allowed)
-
-    base = result["baseline"]
-    T = len(base["weights"])
-    found = [{"title": "baseline", "subtitle": "", "weights": base["weights"],
-              "output": base["output"], "hatched": blocked_after(), "zeroed": None,
-              "weight_rows": [], "output_rows": []}]
-    if "interventions" in result:
-        runs = [(TITLES[key], INTERVENTIONS[key], result["interventions"][key]) for key in TITLES]
-    elif "intervention" in result:
-        runs = [("; ".join(result["intervention"]["changes"]), combined, result["intervention"])]
-    else:
-        runs = []
-    labels = position_labels(T)
-    for title, change, run in runs:
-        rows = ", ".join(labels[i] for i in run["output_rows_changed"]) or "none"
-        found.append({"title": title, "subtitle": f"Z changed at {rows}", "weights": run["weights"],
-                      "output": run["output"], "hatched": blocked_after(change), "zeroed": None,
-                      "weight_rows": run["weight_rows_changed"],
-                      "output_rows": run["output_rows_changed"]})
-    if "buggy_post_softmax" in result:
-        bug = result["buggy_post_softmax"]
-        found.append({"title": "buggy: softmax, then zero the future",
-                      "subtitle": f"row sums {_vector(bug['row_sums'])}", "weights": bug["weights"],
-                      "output": bug["output"], "hatched": [[False] * T for _ in range(T)],
-                      "zeroed": blocked_after(), "weight_rows": [], "output_rows": []})
-    return found
-
-
-def _vector(values):
-    return "[" + ", ".join(number(v, 4) for v in values) + "]"
-
 
 def lab_table(result, head=HEAD, changes=()):
     """The baseline's Q, K, V, S, A and Z as aligned tables, then for each intervention and the
@@ -161,8 +113,9 @@ def main(argv=None):
                         dest="changes", help="query I may no longer read source J (repeatable)")
     parser.add_argument("--bug", choices=["post-softmax"],
                         help="also show the buggy procedure: softmax, then zero the future")
+    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
     args = parse_trace_args(parser, argv, other_inputs=(
-        "scaffold", "grade", "head", "changes", "bug"))
+        "scaffold", "grade", "head", "changes", "bug", "html"))
     if args.scaffold is not None and args.grade is not None:
         parser.error("--scaffold and --grade are two steps: run one, then the other")
     return guarded(lambda: _run(args))
@@ -230,9 +183,11 @@ def _run(args):
     result = lab06.experiment(head, changes, args.bug) if own else lab06.lab()
     if args.svg is not None:
         save_view(args.svg, lab_svg(result, head, changes))
+    if args.html is not None:
+        save_view(args.html, lab_page(result, head, changes))
     if args.table:
         show(lab_table(result, head, changes))
-    if args.svg is not None or args.table:
+    if args.svg is not None or args.table or args.html is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))
     if own:

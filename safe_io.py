@@ -20,14 +20,15 @@ MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger o
 # Every file the project ships, as `git ls-files` lists it (test_edges.py keeps the list true): no
 # view, saved tokenizer or scaffold may overwrite one of them.
 SHIPPED = frozenset("""
-    .ci/run .gitignore README.md attention-trace.json attention-weights.svg attention.py
-    bench-attention.txt bench-bpe.txt bench_attention.py bench_bpe.py bpe.py checks.py cli.py
-    golden.py gradcheck.py grade_lab06.py helpers_for_tests.py lab06.py learned-attention.svg
-    make_tokenizer.py perturb-trace.json perturb_attention.py reference.py safe_io.py
-    test_attention.py test_bpe.py test_edges.py test_experiments.py test_grader.py test_layout.py
-    test_perturb.py test_properties.py test_readme.py test_readme_errors.py test_training.py
-    test_views.py
-    tokenizer.json trace_attention.py train_attention.py training-run.json views.py
+    .ci/run .gitignore README.md attention-explorer.html attention-explorer.png
+    attention-trace.json attention-weights.svg attention.py bench-attention.txt bench-bpe.txt
+    bench_attention.py bench_bpe.py bpe.py browser.py checks.py cli.py explorer.py golden.py
+    gradcheck.py grade_lab06.py helpers_for_tests.py lab06-explorer.html lab06.py
+    learned-attention.svg make_tokenizer.py perturb-trace.json perturb_attention.py reference.py
+    safe_io.py test_attention.py test_bpe.py test_edges.py test_experiments.py test_explorer.py
+    test_grader.py test_layout.py test_perturb.py test_properties.py test_readme.py
+    test_readme_errors.py test_training.py test_views.py tokenizer.json trace_attention.py
+    train_attention.py training-run.json views.py
 """.split())
 
 

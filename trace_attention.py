@@ -5,6 +5,7 @@
     python3 trace_attention.py --check    fail unless attention-trace.json matches a fresh trace
     python3 trace_attention.py --table    the same trace as aligned tables, labelled by token
     python3 trace_attention.py --svg FILE the weights of the three mask modes as heatmaps
+    python3 trace_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT]
     python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
     python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
@@ -27,6 +28,7 @@ from math import fsum
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
 from bpe import Tokenizer, chunks
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
+from explorer import lesson_page
 from gradcheck import central_differences, max_err
 from golden import changed_rows, rounded, to_json, write_or_check
 from views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
@@ -228,7 +230,8 @@ def main(argv=None):
                              f"{','.join(INTERMEDIATES)} (default: scores,weights)")
     parser.add_argument("--tokenizer", metavar="FILE",
                         help="a tokenizer saved by `bpe.py train` (default: tokenizer.json)")
-    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer"))
+    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html"))
     if args.show != ("scores", "weights") and not args.table:
         parser.error("--show chooses what --table prints: add --table")
     return guarded(lambda: _run(args))
@@ -254,13 +257,17 @@ def _run(args):
     recorded = trace(sentence, changed, tokenizer)     # both sentences checked before any output
     if args.svg is not None:
         save_view(args.svg, weights_svg(sentence, tokenizer))
+    if args.html is not None:
+        tokenizer, params, embedding = lesson_setup(tokenizer)
+        save_view(args.html, lesson_page(params, inputs(tokenizer, sentence, embedding)[1],
+                                         tokenizer.tokens(sentence), sentence))
     if args.table:
         run = None
         if "mixed" in args.show:          # the one intermediate the trace does not record
             tokenizer, params, embedding = lesson_setup(tokenizer)
             run = attention_forward(params, inputs(tokenizer, sentence, embedding)[1])
         show(trace_table(recorded, args.show, run))
-    if args.svg is not None or args.table:
+    if args.svg is not None or args.table or args.html is not None:
         return 0
     return write_or_check(to_json(recorded), TRACE_PATH, args.write, args.check)
 

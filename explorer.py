@@ -1,0 +1,563 @@
+"""An explorer: one HTML file in which a learner moves through a trace, number by number.
+
+    python3 trace_attention.py --html FILE      the lesson's sentence under the three mask modes
+    python3 perturb_attention.py --html FILE    Lab 06: the baseline, each intervention, the bug
+
+Both take their other inputs as well (--sentence and --tokenizer; --head, the intervention flags
+and --bug). Open the file by double-click: it needs no network and no other file.
+
+The page shows the weights (T, S) as a heatmap labelled by token, with every number printed, and
+mixed (T, d_head) beside it (the lab calls it Z). Buttons switch the map: the mask modes, or the
+lab's interventions and its post-softmax bug; the rows that differ from the first map are outlined
+and marked. Hovering a cell shows its arithmetic with the numbers substituted: the score as
+q_i·k_j × scale with each product, the weight as exp(s − max)/Σ, and what it adds to mixed;
+for the lab, the fractions its numbers stand for. A click locks the cell, a second click or
+Escape unlocks it; with the map focused (Tab, or a click), the arrow keys move the selection and
+Enter or Space locks or unlocks it. The state lives in the address's fragment,
+#mode=zero&row=1&col=2 with positions counted from 1, so a state can be linked, and the page opens
+in the state its fragment names.
+
+Every number is computed here, in Python, by the one attention core (attention_forward for the
+lesson, attend through lab06 for the lab), formatted here and embedded as JSON. The page's script
+only shows what it is given: no softmax, no product, no rounding in JavaScript.
+
+    lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
+    lab_page(result, head, changes)            the lab's page: each of lab06.cases as a map
+    fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
+
+It leaves out the output projection (out = mixed·Wo), the backward pass and the edit of a later
+token: the trace, its tables and its figures show those.
+"""
+
+import html
+import json
+import math
+from fractions import Fraction
+from math import fsum
+
+from attention import MASK_MODES, attend, attention_forward
+from golden import changed_rows
+from lab06 import HEAD, cases, everything_allowed, position_labels, projected, subscript
+from views import HIGHLIGHT, MAX_TOKENS, _colour, number, token_labels
+
+MAX_DENOMINATOR = 100    # a fraction with a larger denominator explains nothing at a glance
+TOLERANCE = 1e-9         # the lab's: a ratio of powers of 2 computed in floats is a few ulps off
+LN2 = math.log(2)
+LESSON_MODES = {
+    "causal": ("causal mask", "The correct mask: each token reads itself and the tokens before "
+                              "it. Hatched cells are masked: score −∞, weight exactly 0."),
+    "none": ("no mask", "No mask: every token reads the future too (dashed). The outlined rows "
+                        "differ from the causal map."),
+    "zero": ("zero-score bug", "The bug: future scores 0.0 instead of −∞, and exp(0.0 − max) "
+                               "is no 0, so the future (dashed) still gets weight."),
+}
+
+
+# ---- the fractions behind the lab's floats -----------------------------------------------------
+
+def fraction(value):
+    """(text, sign) for the small fraction a float stands for: sign "=" when the fraction gives the
+    float back to the last bit, "≈" when it lies within TOLERANCE of it (the lab's bound); None
+    when no fraction with a denominator up to MAX_DENOMINATOR is that close.
+
+    >>> fraction(0.25), fraction(1 / 3), fraction(0.1 + 0.2), fraction(math.sqrt(2))
+    (('1/4', '='), ('1/3', '='), ('3/10', '≈'), None)
+    """
+    f = Fraction(value).limit_denominator(MAX_DENOMINATOR)
+    if float(f) == value:
+        return str(f), "="
+    if abs(f - Fraction(value)) <= TOLERANCE:
+        return str(f), "≈"
+    return None
+
+
+def ln2_multiple(score):
+    """(text, sign) for a score that is a small nonzero multiple of ln 2, as every score of the
+    lab's head is; signs as in fraction. None for any other score.
+
+    >>> ln2_multiple(2 * LN2), ln2_multiple(LN2 * 0.7 / 0.1), ln2_multiple(0.5)
+    (('2·ln 2', '='), ('7·ln 2', '≈'), None)
+    """
+    m = Fraction(score / LN2).limit_denominator(MAX_DENOMINATOR)
+    back = float(m) * LN2
+    if m == 0 or abs(Fraction(back) - Fraction(score)) > TOLERANCE:
+        return None
+    text = {1: "ln 2", -1: "−ln 2"}.get(m, f"{m}·ln 2")
+    return text, "=" if back == score else "≈"
+
+
+# ---- the arithmetic of each cell, as lines of pieces ------------------------------------------
+# A line is a list of pieces: a string, or [name, text] for a number the page can point at.
+
+def shown(name, value, exact=False, of_score=False):
+    """The pieces of one substituted number: [name, text], then the fraction it stands for when
+    exact (the lab's head) and one fits that the decimals do not already say."""
+    pieces = [[name, number(value)]]
+    found = exact and math.isfinite(value) and (ln2_multiple if of_score else fraction)(value)
+    if found and ("/" in found[0] or "ln" in found[0] or found[1] == "≈"):
+        pieces.append(f" ({found[1]} {found[0]})")
+    return pieces
+
+
+def factor(name, value, exact=False):
+    """A number inside a product: in parentheses when negative."""
+    return ["(", *shown(name, value, exact), ")"] if value < 0 else shown(name, value, exact)
+
+
+def vector(name, values, exact=False):
+    """The pieces of a row vector, then its fractions when every entry has one."""
+    pieces = [[name, "[" + ", ".join(number(v) for v in values) + "]"]]
+    found = [fraction(v) for v in values] if exact else []
+    if found and all(found) and any("/" in f[0] or f[1] == "≈" for f in found):
+        sign = "≈" if any(f[1] == "≈" for f in found) else "="
+        pieces.append(f" ({sign} [{', '.join(f[0] for f in found)}])")
+    return pieces
+
+
+def softmax_terms(scores_row):
+    """(max, exps, Σ) of one row of scores, the steps softmax_row takes:
+    exps[j] = exp(s_j − max), Σ = fsum(exps), and exps[j] / Σ is the weight, to the last bit.
+
+    >>> softmax_terms([0.0, math.log(2), -math.inf])
+    (0.6931471805599453, [0.5, 1.0, 0.0], 1.5)
+    """
+    top = max(scores_row)
+    exps = [math.exp(s - top) for s in scores_row]
+    return top, exps, fsum(exps)
+
+
+def score_terms(q_i, k_j):
+    """(products, scale) of one score, the steps attention_core takes: q_i[c]·k_j[c] for each c,
+    and 1/√d; fsum(products) · scale is the score, to the last bit."""
+    return [a * b for a, b in zip(q_i, k_j)], 1 / math.sqrt(len(q_i))
+
+
+def cell_lines(m, i, j, terms, rows, cols, side, exact):
+    """How weights[i][j] of the map m comes about, and what it adds to row i of the side matrix,
+    named side (mixed, or the lab's z). terms is row i's (max, exps, Σ): the softmax's steps."""
+    top, exps, total = terms
+    q, k, v, s = m["q"], m["k"], m["v"], m["scores"][i][j]
+    I, J = subscript(i + 1), subscript(j + 1)
+    lines = [[f"{rows[i]} (row {i + 1}) attends to {cols[j]} (column {j + 1})"]]
+    if m["blocked"][i][j] and s == -math.inf:
+        return lines + [
+            ["score   s = ", ["score", number(s)], f": the mask blocks this pair, so q{I}·k{J} is "
+                                                    f"never computed"],
+            ["weight  w = exp(−∞ − max) / Σ = ", ["weight", number(m["weights"][i][j])],
+             " exactly"],
+            [f"into {side}{I}: nothing; 0 × v{J} is not even added"]]
+    if m["blocked"][i][j]:
+        lines.append(["score   s = ", *shown("score", s), ": the bug writes this where the mask "
+                      f"means −∞; q{I}·k{J} is never computed"])
+    else:
+        products, scale = score_terms(q[i], k[j])
+        d = len(products)
+        first = [f"score   s = (q{I}·k{J}) × 1/√{d} = ("]
+        second = ["        = ("]
+        for c in range(d):
+            plus = [" + "] if c else []
+            first += plus + factor(f"q.{c + 1}", q[i][c]) + [" × "] + factor(f"k.{c + 1}", k[j][c])
+            second += plus + factor(f"product.{c + 1}", products[c])
+        lines += [first + [") × ", *shown("scale", scale)],
+                  second + [") × ", *shown("scale", scale), " = ",
+                            *shown("score", s, exact, of_score=True)]]
+    w = exps[j] / total
+    lines.append(["weight  w = exp(s − max) / Σ = exp(", *shown("score", s), " − ",
+                  *factor("max", top), ") / ", *shown("sum", total, exact), " = ",
+                  *shown("exp", exps[j], exact), " / ", *shown("sum", total, exact), " = ",
+                  *shown("weight" if m["zeroed"] is None else "softmax", w, exact)])
+    if m["zeroed"] is not None and m["zeroed"][i][j]:
+        lines.append(["then set to 0 after the softmax: w = ", ["weight", number(0.0)],
+                      "; the row is not renormalized, and its Σ held the future all the same"])
+    weight = m["weights"][i][j]
+    lines.append([f"into {side}{I}: w × v{J} = ", *shown("weight", weight, exact), " × ",
+                  *vector("v", v[j], exact), " = ",
+                  *vector("contribution", [weight * value for value in v[j]], exact)])
+    return lines
+
+
+def row_lines(m, i, side, exact):
+    """Row i as a whole: its weights' sum, and the side row as the sum of what each source adds."""
+    I = subscript(i + 1)
+    weights, v = m["weights"][i], m["v"]
+    line = [f"{side}{I} = Σ w × v = "]
+    for j, s in enumerate(m["scores"][i]):
+        if s != -math.inf:
+            line += ([" + "] if len(line) > 1 else []) + vector(
+                "term", [weights[j] * value for value in v[j]], exact)
+    return [[f"row {i + 1}: Σ w = ", *shown("row-sum", fsum(weights), exact)],
+            line + [" = ", *vector(side, m["mixed"][i], exact)]]
+
+
+# ---- the maps: the lesson's mask modes, the lab's cases ---------------------------------------
+
+def lesson_maps(params, x):
+    """One map per mask mode, each from attention_forward(params, x, mode)."""
+    maps = []
+    for mode in MASK_MODES:
+        run = attention_forward(params, x, mode)
+        title, subtitle = LESSON_MODES[mode]
+        maps.append({"key": mode, "title": title, "subtitle": subtitle, "q": run["q"],
+                     "k": run["k"], "v": run["v"], "scores": run["scores"],
+                     "weights": run["weights"], "mixed": run["mixed"],
+                     "blocked": [[not ok for ok in row] for row in run["allowed"]],
+                     "zeroed": None, "future": mode != "causal"})
+    return maps
+
+
+def lab_maps(found, head=HEAD):
+    """One map per case of lab06.cases (found), in its order. Each case's q, k and v come from its
+    change on fresh copies, through attend; the bug's scores are the unmasked ones its softmax
+    took."""
+    maps = []
+    for case in found:
+        q, k, v, allowed = projected(head)
+        if case["change"]:
+            case["change"](q, k, v, allowed)
+        run = attend(q, k, v, everything_allowed(q, k) if case["key"] == "bug" else allowed)
+        maps.append({"key": case["key"], "title": case["title"], "subtitle": case["subtitle"],
+                     "q": q, "k": k, "v": v, "scores": run["scores"], "weights": case["weights"],
+                     "mixed": case["output"], "blocked": case["hatched"],
+                     "zeroed": case["zeroed"], "future": False})
+    return maps
+
+
+def explored(maps, rows, cols, side, exact):
+    """What the page embeds: for each map its numbers (scores with None for −∞), each cell as
+    shown, the rows that differ from the first map, and every cell's and row's arithmetic. side is
+    the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z")."""
+    first = maps[0]
+    modes = []
+    for m in maps:
+        cells, arithmetic = [], []
+        for i, scores_i in enumerate(m["scores"]):
+            terms = softmax_terms(scores_i)
+            cells.append([_cell(m, i, j) for j in range(len(cols))])
+            arithmetic.append([cell_lines(m, i, j, terms, rows, cols, side[1], exact)
+                               for j in range(len(cols))])
+        modes.append({
+            "key": m["key"], "title": m["title"], "subtitle": m["subtitle"],
+            **{name: m[name] for name in ("q", "k", "v", "weights", "mixed")},
+            "scores": [[None if s == -math.inf else s for s in row] for row in m["scores"]],
+            "cells": cells,
+            "side_text": [[number(value) for value in row] for row in m["mixed"]],
+            "changed": changed_rows(first["weights"], m["weights"]),
+            "side_changed": changed_rows(first["mixed"], m["mixed"]),
+            "arithmetic": arithmetic,
+            "row_arithmetic": [row_lines(m, i, side[1], exact) for i in range(len(rows))]})
+    return {"rows": rows, "cols": cols, "side": side[0], "modes": modes}
+
+
+def _cell(m, i, j):
+    """One cell as the heatmap shows it: its text, fill, ink, and kind (masked, zeroed, future)."""
+    w = m["weights"][i][j]
+    masked = m["blocked"][i][j] and m["scores"][i][j] == -math.inf
+    zeroed = m["zeroed"] is not None and m["zeroed"][i][j]
+    kind = "masked" if masked else "zeroed" if zeroed else "future" if m["future"] and j > i else ""
+    return {"text": "0" if masked or zeroed else number(w), "kind": kind,
+            "fill": None if masked or zeroed else _colour(w),
+            "ink": "#333333" if masked or zeroed else ("#ffffff" if w > 0.55 else "#111111")}
+
+
+# ---- the page ----------------------------------------------------------------------------------
+
+CSS = """
+:root{--changed:""" + HIGHLIGHT + """}
+body{font:15px/1.45 "DejaVu Sans",Verdana,sans-serif;color:#111;background:#fff;max-width:860px;
+  margin:12px auto;padding:0 10px}
+h1{font-size:20px;margin:0 0 4px}
+.note,.legend,.help{font-size:13px;color:#333;margin:6px 0}
+code{white-space:nowrap;font-size:12px}
+nav{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:10px 0 4px}
+.switch{font-size:13px;color:#333}
+button.mode{font:inherit;font-size:13px;padding:3px 9px;border:2px solid #555;border-radius:4px;
+  background:#fff;color:#111;cursor:pointer}
+button.mode[aria-pressed=true]{background:#08306b;border-color:#08306b;color:#fff}
+button:focus-visible,#grid:focus-visible{outline:3px solid #111;outline-offset:3px}
+#subtitle{font-size:14px;margin:4px 0;min-height:1.45em}
+.scroll{overflow-x:auto;padding:6px 4px}
+#grid{border-collapse:separate;border-spacing:0}
+caption{text-align:left;font-size:13px;color:#333;padding-bottom:4px}
+#grid th{font-weight:normal;font-size:13px;padding:2px 6px;white-space:nowrap}
+th.corner{color:#555;font-size:12px!important;text-align:right}
+th.row{text-align:right;cursor:pointer}
+th.focus{font-weight:bold!important;text-decoration:underline}
+td.cell{width:62px;min-width:62px;height:40px;text-align:center;font-size:14px;cursor:pointer;
+  font-variant-numeric:tabular-nums;border:2px solid #fff;box-sizing:border-box}
+td.cell.masked,td.cell.zeroed{text-shadow:0 0 3px #fff,0 0 3px #fff}
+td.cell.masked{background:repeating-linear-gradient(45deg,#f0f0f0 0 3px,#c4c4c4 3px 5px)}
+td.cell.zeroed,.key.zeroed{background:radial-gradient(circle,var(--changed) 1.6px,#fdecd8 2.2px)
+  0 0/8px 8px}
+td.cell.future{border:2px dashed #c51b7d}
+td.cell.dim,td.side.dim{opacity:.5}
+td.cell.focus{outline:3px solid #111;outline-offset:1px;position:relative;z-index:1}
+tr.changed td.cell{box-shadow:inset 0 3px 0 var(--changed),inset 0 -3px 0 var(--changed)}
+td.mark{color:var(--changed);font-size:13px;white-space:nowrap;padding:0 6px;min-width:78px}
+td.side{background:#f4f4f4;min-width:64px;text-align:center;font-size:14px;border:2px solid #fff;
+  font-variant-numeric:tabular-nums}
+td.side.changed{box-shadow:inset 0 0 0 3px var(--changed)}
+th.side-head{font-weight:bold!important}
+#status{font-size:14px;font-weight:bold;margin:6px 0 2px}
+#arithmetic{font-size:14px;border-top:1px solid #bbb;padding-top:4px;min-height:9em}
+#arithmetic .line{margin:2px 0;white-space:pre-wrap;font-family:"DejaVu Sans Mono",monospace;
+  font-size:13px}
+#arithmetic .line:first-child{font-family:inherit;font-size:14px}
+.num{font-weight:bold}
+.key{display:inline-block;width:14px;height:14px;border:1px solid #777;vertical-align:-2px}
+.key.masked{background:repeating-linear-gradient(45deg,#f0f0f0 0 3px,#c4c4c4 3px 5px)}
+.key.future{border:2px dashed #c51b7d}
+.key.changed{border:3px solid var(--changed)}
+"""
+
+# Shows what the data holds: every number arrives as text; nothing is computed from the weights.
+SCRIPT = r"""
+"use strict";
+const data = JSON.parse(document.getElementById("explorer-data").textContent);
+const grid = document.getElementById("grid");
+const T = data.rows.length, S = data.cols.length;
+const state = {mode: 0, row: null, col: null, locked: false};
+const MOVES = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+
+function show(lines, into) {
+  for (const line of lines) {
+    const div = document.createElement("div");
+    div.className = "line";
+    for (const piece of line) {
+      if (typeof piece === "string") { div.append(piece); continue; }
+      const span = document.createElement("span");
+      span.className = "num";
+      span.dataset.name = piece[0];
+      span.textContent = piece[1];
+      div.append(span);
+    }
+    into.append(div);
+  }
+}
+
+function where() {
+  return "row " + (state.row + 1) + " (" + data.rows[state.row] + ")" + (state.col === null ? ""
+    : ", column " + (state.col + 1) + " (" + data.cols[state.col] + ")");
+}
+
+function render() {
+  const m = data.modes[state.mode];
+  for (const b of document.querySelectorAll("button.mode")) {
+    b.setAttribute("aria-pressed", String(b.dataset.mode === m.key));
+  }
+  document.getElementById("subtitle").textContent = m.subtitle;
+  for (const td of grid.querySelectorAll("td.cell")) {
+    const i = Number(td.dataset.row), j = Number(td.dataset.col), c = m.cells[i][j];
+    td.textContent = c.text;
+    td.className = "cell " + c.kind;
+    td.style.backgroundColor = c.fill || "";
+    td.style.color = c.ink;
+    td.classList.toggle("dim", state.row !== null && i !== state.row);
+    td.classList.toggle("focus", i === state.row && j === state.col);
+  }
+  for (const tr of grid.querySelectorAll("tbody tr")) {
+    const i = Number(tr.dataset.row), changed = m.changed.includes(i);
+    tr.classList.toggle("changed", changed);
+    tr.querySelector("td.mark").textContent = changed ? "\u25c0 changed" : "";
+  }
+  for (const td of grid.querySelectorAll("td.side")) {
+    const i = Number(td.dataset.row);
+    td.textContent = m.side_text[i][Number(td.dataset.col)];
+    td.classList.toggle("changed", m.side_changed.includes(i));
+    td.classList.toggle("dim", state.row !== null && i !== state.row);
+  }
+  for (const th of grid.querySelectorAll("th.row")) {
+    th.classList.toggle("focus", Number(th.dataset.row) === state.row);
+  }
+  for (const th of grid.querySelectorAll("th.col")) {
+    th.classList.toggle("focus", Number(th.dataset.col) === state.col);
+  }
+  const panel = document.getElementById("arithmetic");
+  panel.replaceChildren();
+  if (state.row !== null) {
+    const rowLines = m.row_arithmetic[state.row];
+    show(state.col === null ? rowLines : m.arithmetic[state.row][state.col].concat(rowLines),
+         panel);
+  }
+  document.getElementById("status").textContent = state.row === null
+    ? "Hover a cell to see how its weight comes about."
+    : state.locked ? "Locked on " + where() + ": click it again or press Escape to unlock."
+    : "Showing " + where() + ": click to lock.";
+  let fragment = "mode=" + m.key;
+  if (state.locked && state.row !== null) {
+    fragment += "&row=" + (state.row + 1) + (state.col === null ? "" : "&col=" + (state.col + 1));
+  }
+  if (location.hash !== "#" + fragment) history.replaceState(null, "", "#" + fragment);
+}
+
+function position(text, n) {
+  const k = Number(text);
+  return text !== null && Number.isInteger(k) && k >= 1 && k <= n ? k - 1 : null;
+}
+
+function readFragment() {
+  const asked = new URLSearchParams(location.hash.slice(1));
+  const mode = data.modes.findIndex(m => m.key === asked.get("mode"));
+  state.mode = mode >= 0 ? mode : 0;
+  state.row = position(asked.get("row"), T);
+  state.col = state.row === null ? null : position(asked.get("col"), S);
+  state.locked = state.row !== null;
+}
+
+function pointedAt(event) {
+  const target = event.target.closest("td.cell, th.row");
+  return target && [Number(target.dataset.row),
+                    target.dataset.col === undefined ? null : Number(target.dataset.col)];
+}
+
+grid.addEventListener("mouseover", event => {
+  const at = pointedAt(event);
+  if (!at || state.locked) return;
+  [state.row, state.col] = at;
+  render();
+});
+grid.addEventListener("mouseleave", () => {
+  if (state.locked) return;
+  state.row = state.col = null;
+  render();
+});
+grid.addEventListener("click", event => {
+  const at = pointedAt(event);
+  if (!at) return;
+  if (state.locked && at[0] === state.row && at[1] === state.col) {
+    state.locked = false;
+  } else {
+    [state.row, state.col] = at;
+    state.locked = true;
+  }
+  render();
+});
+grid.addEventListener("keydown", event => {
+  if (event.key in MOVES) {
+    const [down, right] = MOVES[event.key];
+    if (state.row === null) {
+      state.row = state.col = 0;
+    } else {
+      state.row = Math.min(Math.max(state.row + down, 0), T - 1);
+      state.col = Math.min(Math.max((state.col === null ? 0 : state.col) + right, 0), S - 1);
+    }
+    state.locked = true;
+  } else if (event.key === "Enter" || event.key === " ") {
+    if (state.row === null) {
+      state.row = state.col = 0;
+      state.locked = true;
+    } else {
+      state.locked = !state.locked;
+    }
+  } else {
+    return;
+  }
+  event.preventDefault();
+  render();
+});
+document.addEventListener("keydown", event => {
+  if (event.key !== "Escape" || !state.locked) return;
+  state.locked = false;
+  render();
+});
+for (const button of document.querySelectorAll("button.mode")) {
+  button.addEventListener("click", () => {
+    state.mode = data.modes.findIndex(m => m.key === button.dataset.mode);
+    render();
+  });
+}
+window.addEventListener("hashchange", () => { readFragment(); render(); });
+readFragment();
+render();
+"""
+
+
+def page(title, note, command, switch, data):
+    """One HTML file: the static frame, the data as JSON and the script that shows it. note names
+    the command that wrote the page, which is shown as code."""
+    rows, cols, modes = data["rows"], data["cols"], data["modes"]
+    width = len(modes[0]["mixed"][0])
+    e = html.escape
+    buttons = "".join(f'<button type="button" class="mode" data-mode="{e(m["key"])}" '
+                      f'aria-pressed="false">{e(m["title"])}</button>' for m in modes)
+    head = ('<tr><th class="corner">rows attend to columns</th>'
+            + "".join(f'<th scope="col" class="col" data-col="{j}">{e(c)}</th>'
+                      for j, c in enumerate(cols))
+            + f'<th></th><th scope="colgroup" colspan="{width}" class="side-head">'
+              f'{e(data["side"])}</th></tr>')
+    body = "".join(
+        f'<tr data-row="{i}"><th scope="row" class="row" data-row="{i}">{e(r)}</th>'
+        + "".join(f'<td class="cell" data-row="{i}" data-col="{j}"></td>' for j in range(len(cols)))
+        + f'<td class="mark"></td>'
+        + "".join(f'<td class="side" data-row="{i}" data-col="{c}"></td>' for c in range(width))
+        + "</tr>" for i, r in enumerate(rows))
+    # "<" inside the JSON would let a token such as "</script>" end the script element
+    embedded = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{e(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<h1>{e(title)}</h1>
+<p class="note">{e(note).replace(e(command), f"<code>{e(command)}</code>")}</p>
+<nav id="modes" aria-label="{e(switch)}"><span class="switch">{e(switch)}:</span>{buttons}</nav>
+<p id="subtitle"></p>
+<div class="scroll">
+<table id="grid" tabindex="0" aria-describedby="help">
+<caption>weights: row i's weight on column j, the number in each cell; {e(data["side"])} beside
+</caption>
+<thead>{head}</thead>
+<tbody>{body}</tbody>
+</table>
+</div>
+<p id="status" aria-live="polite"></p>
+<section id="arithmetic" aria-live="polite"></section>
+<p class="legend"><span class="key" style="background:{_colour(0)}"></span><span class="key"
+style="background:{_colour(0.5)}"></span><span class="key" style="background:{_colour(1)}"></span>
+weight 0 to 1, its number in the cell.
+<span class="key masked"></span> masked: score −∞, weight exactly 0.
+<span class="key zeroed"></span> set to 0 after the softmax.
+<span class="key future"></span> the future, where a causal model puts no weight.
+<span class="key changed"></span> ◀ changed: a row that differs from the
+{e(modes[0]["title"])} map.</p>
+<p class="help" id="help">Hover a cell to see its arithmetic; click it to lock it, click again or
+press Escape to unlock. Tab to the map (or click it), then the arrow keys move the selection and
+Enter or Space locks or unlocks it. The address keeps the state, #mode=…&amp;row=…&amp;col=…
+(positions from 1): copy it to share what you see.</p>
+<script type="application/json" id="explorer-data">{embedded}</script>
+<script>{SCRIPT}</script>
+</body>
+</html>
+"""
+
+
+def lesson_page(params, x, tokens, sentence):
+    """The lesson's explorer for x (T, d_model) of the tokens of sentence: the three mask modes."""
+    labels = token_labels(tokens)
+    note = ("Every number on this page was computed in Python by attention_forward (attention.py) "
+            "and written in by trace_attention.py --html; the page's script only shows them. "
+            "Untrained, seeded weights; positions count from 1.")
+    return page(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html", "mask",
+                explored(lesson_maps(params, x), labels, labels, ("mixed", "mixed"), exact=False))
+
+
+def lab_page(result, head=HEAD, changes=()):
+    """The lab's explorer: each case of lab06.cases(result, head, changes) as a map, with its
+    arithmetic in fractions where they are exact. Raises ValueError for a head of more than
+    MAX_TOKENS positions."""
+    T = len(result["baseline"]["weights"])
+    if T > MAX_TOKENS:
+        raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
+    labels = position_labels(T)
+    note = ("Every number on this page was computed in Python by lab06.py through attend, the core "
+            "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
+            "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
+            "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
+    return page("Lab 06: one attention head, changed one piece at a time", note,
+                "perturb_attention.py --html", "map",
+                explored(lab_maps(cases(result, head, changes), head), labels, labels,
+                         ("Z", "z"),
+                         exact=True))
