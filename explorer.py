@@ -141,14 +141,14 @@ def cell_lines(m, i, j, terms, rows, cols, side, exact):
     lines = [[f"{rows[i]} (row {i + 1}) attends to {cols[j]} (column {j + 1})"]]
     if m["blocked"][i][j] and s == -math.inf:
         return lines + [
-            ["score   s = ", ["score", number(s)], f": the mask blocks this pair, so q{I}·k{J} is "
-                                                    f"never computed"],
+            ["score   s = ", ["score", number(s)], f": the mask blocks this pair, whatever "
+                                                    f"q{I}·k{J} is"],
             ["weight  w = exp(−∞ − max) / Σ = ", ["weight", number(m["weights"][i][j])],
              " exactly"],
-            [f"into {side}{I}: nothing; 0 × v{J} is not even added"]]
+            [f"into {side}{I}: nothing; 0 × v{J} adds 0"]]
     if m["blocked"][i][j]:
         lines.append(["score   s = ", *shown("score", s), ": the bug writes this where the mask "
-                      f"means −∞; q{I}·k{J} is never computed"])
+                      f"means −∞, whatever q{I}·k{J} is"])
     else:
         products, scale = score_terms(q[i], k[j])
         d = len(products)

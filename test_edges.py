@@ -391,6 +391,12 @@ class EveryShippedFileIsProtected(MessageAssertions, unittest.TestCase):
             self.skipTest("git is not available here")
         self.assertEqual(sorted(safe_io.SHIPPED), sorted(done.stdout.split()))
 
+    def test_the_shipped_views_are_rewritten_by_their_commands_and_nothing_else_is(self):
+        self.assertLessEqual(safe_io.VIEWS, safe_io.SHIPPED)
+        for name in safe_io.VIEWS:
+            safe_io.check_output_path(os.path.join(HERE, name))      # no error
+        self.assertTrue(all(name.endswith((".svg", ".html", ".png")) for name in safe_io.VIEWS))
+
     def test_no_view_or_tokenizer_overwrites_a_shipped_file(self):
         """Recorded files, source, the benchmark records, the CI script, the README."""
         for name in ("attention-trace.json", "tokenizer.json", "attention.py",
