@@ -14,6 +14,7 @@ import attention
 import bpe
 import checks
 import golden
+import gradcheck
 import safe_io
 import trace_attention as ta
 import views
@@ -449,7 +450,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
 
 def load_tests(loader, tests, ignore):
     """Each docstring example is a test: an example that never runs goes wrong unseen."""
-    for module in (attention, checks, golden, safe_io, bpe, views):
+    for module in (attention, checks, golden, safe_io, bpe, views, gradcheck):
         tests.addTests(doctest.DocTestSuite(module))
     return tests
 
