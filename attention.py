@@ -13,14 +13,14 @@ the backward pass; then Lab 06's entry points to the same core. Standard library
 
 What it adds to the lesson's listing, without hiding a step:
   - the mask is a (T, S) matrix `allowed`: allowed[i][j] is True when query i may attend to source
-    j (the polarity of PyTorch's boolean `attn_mask`). A blocked score is −∞ and never computed,
-    and its weight is exactly 0.0. The scores, weights and mixture live in one core,
-    `attention_core`, which Lab 06 calls with masks of its own;
+    j (the polarity of PyTorch's boolean `attn_mask`). Where it is False the score is
+    blocked_score, −∞ (0.0 in the "zero" bug), and the weight exactly 0.0. The scores, weights
+    and mixture live in one core, `attention_core`, which Lab 06 calls with masks of its own;
   - the "zero" bug's backward is exact: its 0.0 scores are constants, no gradient to q or k;
   - every sum is math.fsum, correctly rounded, so no value depends on the order of summation;
-  - each public entry point checks its input once, at the door (checks.py), and raises ValueError
-    or TypeError naming what was expected and what came; nothing inside re-checks what the layer
-    has built.
+  - each public function checks what comes in at its first line (checks.py) and raises ValueError
+    or TypeError naming what was expected and what came. The list helpers are public too, so the
+    layer's own calls to them pass their doors as well: passes of C, a few percent of its time.
 
 It leaves out batches (a batch is a loop over sequences), bias, dropout, normalization and
 residuals. Run the lesson with `python3 trace_attention.py`.
@@ -55,34 +55,26 @@ def shape(t):
 
 def matmul(a, b):
     """(n, m)·(m, p) -> (n, p), one fsum per output cell. Raises ValueError naming both shapes
-    when the inner sizes differ or the product is not finite, TypeError for an entry that is not
-    a number.
+    when the inner sizes differ or a sum could go beyond float range, TypeError for an entry
+    that is not a number.
 
     >>> matmul([[1, 2], [3, 4]], [[5], [6]])
     [[17.0], [39.0]]
     """
     checks.check_matmul(a, b)
     b_cols = transpose(b)
-    try:
-        product = [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
-    except (TypeError, OverflowError, ValueError):  # not a number, or a sum beyond float range
-        product = None
-    return checks.finite_result("matmul", product, a, b)
+    return [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
 
 
 def add(*matrices):
     """The entrywise sum of matrices of one shape, each entry one fsum. Raises ValueError naming
-    the shapes when they differ or the sum is not finite.
+    the shapes when they differ or the sum could go beyond float range.
 
     >>> add([[1, 2]], [[10, 20]], [[100, 200]])
     [[111.0, 222.0]]
     """
     checks.check_add(matrices)
-    try:
-        total = [[fsum(entries) for entries in zip(*rows)] for rows in zip(*matrices)]
-    except (TypeError, OverflowError, ValueError):  # not a number, or a sum beyond float range
-        total = None
-    return checks.finite_result("add", total, *matrices)
+    return [[fsum(entries) for entries in zip(*rows)] for rows in zip(*matrices)]
 
 
 def transpose(a):
@@ -119,15 +111,10 @@ def softmax_row(row):
 
     Raises ValueError unless the scores are finite or −∞, at least one of them finite.
     """
-    checks.check_row(row)
-    try:
-        top = max(row)
-        exps = [math.exp(s - top) for s in row]
-        total = fsum(exps)
-    except (TypeError, OverflowError):      # a score that is not a number a float can hold
-        total = math.nan
-    if not math.isfinite(total):            # that, a NaN, a +∞, or a row of −∞ alone
-        raise checks.softmax_error(row)
+    checks.check_scores_row(row)
+    top = max(row)
+    exps = [math.exp(s - top) for s in row]
+    total = fsum(exps)
     return [e / total for e in exps]
 
 
@@ -148,15 +135,17 @@ def attention_core(q, k, v, allowed, blocked_score=-math.inf):
     """scores, weights and mixed from q (T, d), k (S, d), v (S, d_v) and allowed (T, S), unchecked:
     the layer and `attend` call it with what they have checked. A blocked score is blocked_score:
     −∞ for a correct mask; the "zero" bug passes 0.0, which still gets weight. Returns a dict
-    with q, k, v, allowed, blocked_score and scores (T, S), weights (T, S), mixed (T, d_v)."""
+    with q, k, v, allowed, blocked_score, scale and scores (T, S), weights (T, S), mixed (T, d_v);
+    in the layer S = T and d = d_v = d_head."""
     scale = 1 / math.sqrt(len(q[0]))
     raw_scores = matmul(q, transpose(k))
+    # the mask: where allowed is False (j > i under the causal mask), blocked_score
     scores = [[s * scale if ok else blocked_score for s, ok in zip(raw_i, allowed_i)]
               for raw_i, allowed_i in zip(raw_scores, allowed)]
     weights = [softmax_row(row) for row in scores]
     mixed = matmul(weights, v)
     return {"q": q, "k": k, "v": v, "allowed": allowed, "blocked_score": blocked_score,
-            "scores": scores, "weights": weights, "mixed": mixed}
+            "scale": scale, "scores": scores, "weights": weights, "mixed": mixed}
 
 
 def attention_forward(params, x, mask="causal"):
@@ -175,8 +164,9 @@ def attention_forward(params, x, mask="causal"):
     q, k, v = matmul(x, params["Wq"]), matmul(x, params["Wk"]), matmul(x, params["Wv"])
     allowed = [[True] * T for _ in range(T)] if mask == "none" else causal_mask(T)
     blocked_score = 0.0 if mask == "zero" else -math.inf   # the bug: exp(0.0) = 1 is no mask
-    cache = attention_core(q, k, v, allowed, blocked_score)   # scores, weights, mixed
+    cache = attention_core(q, k, v, allowed, blocked_score)   # scores, weights, mixed: above
     out = matmul(cache["mixed"], params["Wo"])
+    # the cache, with a seal: the backward pass refuses it if it or params or x change
     return checks.sealed({**cache, "out": out, "mask": mask}, params, x)
 
 
@@ -185,8 +175,8 @@ def attention_forward(params, x, mask="causal"):
 def attention_core_backward(cache, d_mixed):
     """Gradients of attention_core: cache is what it returned, d_mixed (T, d_v) is dLoss/d(mixed).
     Returns (d_q, d_k, d_v) of q's, k's and v's shapes. Unchecked, as attention_core."""
-    q, k, v, allowed, weights = (cache[name] for name in ("q", "k", "v", "allowed", "weights"))
-    scale = 1 / math.sqrt(len(q[0]))
+    q, k, v, allowed, weights, scale = (cache[name] for name in
+                                        ("q", "k", "v", "allowed", "weights", "scale"))
     # forward: mixed = weights·v
     d_weights = matmul(d_mixed, transpose(v))
     d_v = matmul(transpose(weights), d_mixed)
@@ -222,7 +212,7 @@ def attention_backward(params, x, cache, d_out):
     return grads, d_x
 
 
-# ---- Lab 06: the same core, with a mask of your own ---------------------------------------------
+# ---- Lab 06: the same core, with a mask of your own (the layer does not use these) ---------------
 
 def masked_softmax(scores, allowed):
     """Lab 06's name for the same softmax: a blocked source (allowed False) becomes −∞ first.

@@ -5,17 +5,18 @@ raises TypeError for a value of the wrong kind and ValueError for a wrong shape,
 with a message that names what was expected and what came ("each input row must have 4 numbers,
 got 3 in row 0").
 
-The numbers are checked once, where they come in: attention_forward's params and x, attend's q, k,
-v and mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) check
-the shapes they are handed, in O(rows), as the lesson's listing checks matmul's inner sizes, and
-that what they return is finite; their operands' entries are read one by one only when something
-failed, to name the entry (a string, an int no float can hold, a NaN) or the overflow. A bool, which
-Python counts as the int 0 or 1, passes through them as a number; the doors that read every entry
-refuse it. A cache carries a seal, a fingerprint of every matrix in it and of the params and x it
+The numbers are checked where they come in: attention_forward's params and x, attend's q, k, v and
+mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) are public
+too, and a learner calls them directly, so each checks what it is handed: its shapes, that every
+entry is a finite number (not a bool, not an int no float can hold), and that no sum it takes can
+pass float range, so that nothing after it needs checking. Those checks are passes of C over the
+operands (a few percent of the layer's time); an entry is read one by one only to name the one that
+is wrong. A cache carries a seal, a fingerprint of every matrix in it and of the params and x it
 was made from, so that a backward pass refuses a cache from another call or one edited since.
 """
 
 import math
+import sys
 from itertools import chain
 
 _PLAIN_NUMBERS = {float, int}
@@ -94,50 +95,69 @@ def check_rows(name, a):
 
 
 def check_matmul(a, b):
-    """Raise ValueError naming both shapes unless a is (n, m) and b is (m, p), n, m, p ≥ 1: the
-    inner sizes the lesson's matmul checks, for every row, so that no row is cut short."""
+    """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, and
+    no sum of m products can go beyond float range (m · max|a| · max|b| stays below it), so the
+    product needs no check after. Raises ValueError naming both shapes, or the entry."""
     for name, m in (("left", a), ("right", b)):
         if type(m) is not list or not m or not all(type(row) is list for row in m):
             raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
                             f"the {name} side is not a non-empty list of rows")
     if set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
-
-
-def finite_result(function, result, *operands):
-    """Return a product or sum (matmul's, add's) after checking that every entry is finite; result
-    is None when it could not be taken. Raises TypeError or ValueError naming the first operand
-    entry that is not a finite number a float can hold, else ValueError naming the entry that
-    overflowed."""
-    if result is not None and all(map(math.isfinite, chain.from_iterable(result))):
-        return result
-    for n, m in enumerate(operands):
-        for i, row in enumerate(m):
-            for j, value in enumerate(row):
-                check_number(f"{function}'s operand {n + 1}, [{i}][{j}],", value)
-    where = "a sum" if result is None else next(
-        f"entry [{i}][{j}] is {value!r}" for i, row in enumerate(result)
-        for j, value in enumerate(row) if not math.isfinite(value))
-    shapes = ("·" if function == "matmul" else " + ").join(map(_shape_text, operands))
-    raise ValueError(f"{function} {shapes} overflowed ({where}): the numbers are too large for "
-                     f"floats")
+    largest = [_largest(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
+    if len(b) * largest[0] * largest[1] > sys.float_info.max:
+        products = f"{len(b)} product{'s' * (len(b) > 1)}"
+        raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} could overflow: a sum of "
+                         f"{products} of entries up to {largest[0]:.3g} and {largest[1]:.3g} can "
+                         f"pass {sys.float_info.max:.3g}; the numbers are too large for floats")
 
 
 def check_add(matrices):
-    """add's door: at least one matrix, all of one shape (their entries are judged by the sums)."""
+    """add's door: matrices of one shape, of finite numbers whose sums stay within float range."""
     for m in matrices:
         check_rows("add", m)
     if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
         raise ValueError(f"add needs matrices of one shape, got "
                          f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
+    largest = max(_largest(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices))
+    if len(matrices) * largest > sys.float_info.max:
+        raise ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
+                         f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
+                         f"large for floats")
 
 
-def check_row(row):
-    """softmax_row's door: a non-empty list (its numbers are judged by their sum, after)."""
+def _largest(name, m):
+    """The largest magnitude in m, after checking in passes of C that every entry is a finite
+    number; else raise naming the first entry that is not."""
+    try:
+        if set(map(type, chain.from_iterable(m))) <= _PLAIN_NUMBERS and all(
+                map(math.isfinite, chain.from_iterable(m))):
+            return max(map(abs, map(float, chain.from_iterable(m))), default=0.0)
+    except OverflowError:      # an int beyond float range: named below
+        pass
+    for i, row in enumerate(m):
+        for j, value in enumerate(row):
+            check_number(f"{name} [{i}][{j}]", value)
+    return max(map(abs, map(float, chain.from_iterable(m))), default=0.0)
+
+
+def check_scores_row(row):
+    """softmax_row's door: a non-empty list of numbers, each finite or −∞, one at least finite."""
     if type(row) is not list:
         raise TypeError(f"softmax_row needs a list of scores, got {type(row).__name__}")
     if not row:
         raise ValueError("softmax_row needs at least one score, got an empty row")
+    try:
+        if set(map(type, row)) <= _PLAIN_NUMBERS and not any(map(math.isnan, row)) and \
+                max(row) != math.inf and max(row) != -math.inf:
+            return
+    except OverflowError:      # an int beyond float range: named below
+        pass
+    for j, s in enumerate(row):
+        if s != -math.inf:
+            check_number(f"softmax_row's score {j}", s, "finite or −∞")
+    raise ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
+                     f"{len(row)} blocked scores")
 
 
 def _shape_text(a):
@@ -184,21 +204,6 @@ def check_masked_softmax(scores, allowed):
     for j, (s, ok) in enumerate(zip(scores, allowed)):
         if ok:
             check_number(f"score {j}", s, "finite where allowed")
-
-
-def softmax_error(row):
-    """The ValueError (or TypeError) for a row softmax_row cannot take, naming the score that is
-    wrong."""
-    for j, s in enumerate(row):
-        try:
-            check_number(f"softmax_row's score {j}", s, "finite or −∞")
-        except TypeError as e:
-            return e
-        except ValueError as e:
-            if s != -math.inf:
-                return e
-    return ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
-                      f"{len(row)} blocked scores")
 
 
 def check_sizes(**sizes):
@@ -269,7 +274,7 @@ def copies(*matrices):
 
 # ---- after a pass: overflow, and the seal of a cache -------------------------------------------
 
-_CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scores", "weights", "mixed")
+_CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "weights", "mixed")
 
 
 def _fingerprint(tensors):

@@ -37,28 +37,30 @@ def lesson():
 
 class NoSilentInfinity(MessageAssertions, unittest.TestCase):
 
-    def test_matmul_that_overflows_raises_naming_both_shapes(self):
-        self.assertMessage(ValueError, "matmul (1, 1)·(1, 1) overflowed (entry [0][0] is inf): "
-                           "the numbers are too large for floats", matmul, [[1e308]], [[10.0]])
-        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) overflowed (a sum)", matmul,
-                           [[1e308, 1e308]], [[10.0], [-10.0]])      # inf − inf inside fsum
-        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) overflowed (a sum)", matmul,
-                           [[1e308, 1e308]], [[1.5], [1.5]])         # fsum's own overflow
+    def test_matmul_that_could_overflow_raises_naming_both_shapes(self):
+        self.assertMessage(ValueError, "matmul (1, 1)·(1, 1) could overflow: a sum of 1 product "
+                           "of entries up to 1e+308 and 10 can pass 1.8e+308; the numbers are too "
+                           "large for floats", matmul, [[1e308]], [[10.0]])
+        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) could overflow: a sum of 2 products",
+                           matmul, [[1e308, 1e308]], [[10.0], [-10.0]])   # inf − inf in fsum
+        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) could overflow", matmul,
+                           [[1e308, 1e308]], [[1.5], [1.5]])              # fsum's own overflow
+        self.assertEqual(matmul([[1e153]], [[1e153]]), [[1e306]])           # close, and fine
 
     def test_forward_whose_output_overflows_raises_naming_the_product(self):
         params, x = lesson()
         params = dict(params, Wo=[[10.0] * 4, [10.0] * 4])
-        x[0][0] = 1e308     # q·kᵀ, the raw scores, (6, 2)·(2, 6), is the product that overflows
-        self.assertMessage(ValueError, "matmul (6, 2)·(2, 6) overflowed", attention_forward,
+        x[0][0] = 1e308     # q = x·Wq, (6, 4)·(4, 2), is the first product that could overflow
+        self.assertMessage(ValueError, "matmul (6, 4)·(4, 2) could overflow", attention_forward,
                            params, x)
-        x[0][0] = 1e150     # the scores stay finite; out = mixed·Wo does not
-        self.assertMessage(ValueError, "matmul (6, 2)·(2, 4) overflowed (entry [0][0] is inf)",
-                           attention_forward, dict(params, Wo=[[1e160] * 4, [1e160] * 4]), x)
+        x[0][0] = 1e100     # the scores stay finite; out = mixed·Wo does not
+        self.assertMessage(ValueError, "matmul (6, 2)·(2, 4) could overflow", attention_forward,
+                           dict(params, Wo=[[1e250] * 4, [1e250] * 4]), x)
 
     def test_backward_whose_gradients_overflow_raises(self):
         params, x = lesson()
         cache = attention_forward(params, x)
-        self.assertMessage(ValueError, "overflowed", attention_backward, params, x, cache,
+        self.assertMessage(ValueError, "could overflow", attention_backward, params, x, cache,
                            [[1e308] * 4 for _ in x])
 
     def test_an_int_too_large_for_a_float_is_a_value_error_naming_where(self):
@@ -173,22 +175,31 @@ class HelpersAtTheDoor(MessageAssertions, unittest.TestCase):
                 self.assertMessage(error, fragment, softmax_row, row)
 
     def test_matmul_and_add_name_an_entry_that_is_not_a_number(self):
-        self.assertMessage(TypeError, "matmul's operand 1, [0][0], must be a number, got str 'a'",
+        self.assertMessage(TypeError, "matmul's left side [0][0] must be a number, got str 'a'",
                            matmul, [["a"]], [["b"]])
-        self.assertMessage(ValueError, "add's operand 2, [0][0], must be a finite number, got nan",
+        self.assertMessage(ValueError, "add's matrix 2 [0][0] must be a finite number, got nan",
                            add, [[1.0]], [[math.nan]])
 
+    def test_a_bool_is_refused_wherever_a_number_or_a_size_is_expected(self):
+        params, x = lesson()
+        for call, args in ((matmul, ([[True]], [[1.0]])), (add, ([[1.0]], [[False]])),
+                           (softmax_row, ([True, 0.0],)), (causal_mask, (True,)),
+                           (attention_forward, (params, [[True, 0.0, 0.0, 0.0]])),
+                           (attend, ([[True]], [[1.0]], [[1.0]], [[True]]))):
+            with self.subTest(call=call.__name__):
+                self.assertMessage(TypeError, "got bool", call, *args)
+
     def test_a_nan_is_called_a_nan_not_an_overflow(self):
-        self.assertMessage(ValueError, "matmul's operand 2, [0][0], must be a finite number, got "
+        self.assertMessage(ValueError, "matmul's right side [0][0] must be a finite number, got "
                            "nan", matmul, [[1.0]], [[math.nan]])
         params, x = lesson()
         x[1][2] = math.nan
         self.assertMessage(ValueError, "x[1][2] must be a finite number, got nan",
                            attention_forward, params, x)
 
-    def test_the_layer_on_huge_inputs_names_the_product_that_overflowed(self):
+    def test_the_layer_on_huge_inputs_names_the_product_that_could_overflow(self):
         params, _ = lesson()
-        self.assertMessage(ValueError, "matmul (1, 2)·(2, 1) overflowed", attention_forward,
+        self.assertMessage(ValueError, "matmul (1, 4)·(4, 2) could overflow", attention_forward,
                            params, [[1e308] * 4])
 
     def test_causal_mask_takes_a_size_of_at_least_1(self):
