@@ -5,6 +5,9 @@
                                    process (fast): its own code as __main__, output captured;
                                    folder= makes it find its files in another folder
     run_main(main, *args)          a command line's main(argv) in this process, output captured
+    folder_copy(*names)            a temporary copy of some of this folder's files, which the
+                                   protection of shipped files (safe_io) takes for the folder:
+                                   a test that aims a write at a shipped file aims it there
     MessageAssertions              assertMessage (an exception and its message) and
                                    assertOneLineError (one line on stderr, non-zero exit,
                                    no traceback)
@@ -38,6 +41,24 @@ class MessageAssertions:
         self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
         self.assertNotIn("Traceback", done.stderr)
         self.assertIn(fragment, done.stderr)
+
+
+@contextlib.contextmanager
+def folder_copy(*names):
+    """A temporary folder holding copies of names (paths relative to this folder), which
+    safe_io.HERE points to while it is open: were the protection of shipped files to fail, only
+    the copies would be overwritten."""
+    import safe_io
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
+            shutil.copy(os.path.join(HERE, name), os.path.join(tmp, name))
+        saved = safe_io.HERE
+        safe_io.HERE = tmp
+        try:
+            yield tmp
+        finally:
+            safe_io.HERE = saved
 
 
 def run_in_copy(script, *args, prepare=None):

@@ -22,7 +22,7 @@ import safe_io
 import trace_attention as ta
 from attention import (add, attend, attend_backward, attention_backward, attention_forward,
                        causal_mask, init_attention, masked_softmax, matmul, softmax_row, transpose)
-from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
+from helpers_for_tests import HERE, MessageAssertions, folder_copy, run_main, run_script
 from safe_io import write_atomic
 from views import heatmaps_svg, panel, text_table
 
@@ -409,19 +409,22 @@ class EveryShippedFileIsProtected(MessageAssertions, unittest.TestCase):
         self.assertTrue(all(name.endswith((".svg", ".html", ".png")) for name in safe_io.VIEWS))
 
     def test_no_view_or_tokenizer_overwrites_a_shipped_file(self):
-        """Recorded files, source, the benchmark records, the CI script, the README."""
-        for name in ("attention-trace.json", "tokenizer.json", "attention.py",
-                     "bench-attention.txt", os.path.join(".ci", "run"), "README.md"):
-            path = os.path.join(HERE, name)
-            with open(path, encoding="utf-8") as f:
-                before = f.read()
-            with self.subTest(name=name):
-                self.assertOneLineError(run_main(ta.main, "--svg", path),
-                                        "one of this folder's own files")
-                self.assertOneLineError(run_main(bpe.main, "train", path, "--vocab-size", "300",
-                                                 "--out", path), "one of this folder's own files")
-            with open(path, encoding="utf-8") as f:
-                self.assertEqual(f.read(), before, f"{name} was overwritten")
+        """Recorded files, source, the benchmark records, the CI script, the README (copies)."""
+        names = ("attention-trace.json", "tokenizer.json", "attention.py", "bench-attention.txt",
+                 os.path.join(".ci", "run"), "README.md")
+        with folder_copy(*names) as tmp:
+            for name in names:
+                path = os.path.join(tmp, name)
+                with open(path, encoding="utf-8") as f:
+                    before = f.read()
+                with self.subTest(name=name):
+                    self.assertOneLineError(run_main(ta.main, "--svg", path),
+                                            "one of this folder's own files")
+                    self.assertOneLineError(run_main(bpe.main, "train", path, "--vocab-size",
+                                                     "300", "--out", path),
+                                            "one of this folder's own files")
+                with open(path, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), before, f"{name} was overwritten")
 
     def test_a_read_only_file_is_not_replaced(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -22,7 +22,7 @@ import lab06
 import trace_attention as ta
 from attention import attention_forward, softmax_row
 from golden import rounded
-from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
+from helpers_for_tests import HERE, MessageAssertions, folder_copy, run_main, run_script
 from views import number, token_labels
 
 BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
@@ -254,12 +254,12 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
 
     def test_bad_html_targets_are_one_line_errors(self):
         # both scripts write through cli.save_view: the lesson's stands for the two
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, folder_copy("attention-trace.json") as copy:
             inside_a_file = os.path.join(tmp, "file.txt")
             open(inside_a_file, "w").close()
             for path, fragment in (("", "the output path is empty"),
                                    (os.path.join(inside_a_file, "x.html"), "cannot write"),
-                                   (os.path.join(HERE, "attention-trace.json"),
+                                   (os.path.join(copy, "attention-trace.json"),
                                     "one of this folder's own files")):
                 with self.subTest(path=path):
                     self.assertOneLineError(run_script("trace_attention.py", "--html", path),

@@ -16,7 +16,7 @@ import attention
 import bpe
 import lab06
 import trace_attention as ta
-from helpers_for_tests import HERE, run_main, run_script
+from helpers_for_tests import HERE, folder_copy, run_main, run_script
 
 with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
     README = f.read()
@@ -90,7 +90,8 @@ class CommandLineErrors(unittest.TestCase):
         if row == 'trace_attention.py --svg ""':
             return run_script("trace_attention.py", "--svg", "")
         if row.startswith("trace_attention.py --svg attention-trace.json"):
-            return run_script("trace_attention.py", "--svg", "attention-trace.json", cwd=HERE)
+            with folder_copy("attention-trace.json") as copy:
+                return run_script("trace_attention.py", "--svg", "attention-trace.json", cwd=copy)
         if row.startswith("trace_attention.py --svg onto a read-only file"):
             path = self.write("kept.svg", b"<svg/>\n")
             os.chmod(path, 0o444)
