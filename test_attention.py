@@ -33,9 +33,9 @@ from safe_io import write_atomic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Central differences with EPS = 1e-6 on a loss of size ~1: the truncation error is O(EPS²) ≈ 1e-12 and the
-# rounding error about 1e-16 / EPS ≈ 1e-10, so a correct gradient agrees to well within 1e-8 and a wrong
-# one (a dropped path, a missing 1/√d) misses by far more.
+# Central differences with EPS = 1e-6 on a loss of size ~1: the truncation error is O(EPS²) ≈ 1e-12
+# and the rounding error about 1e-16 / EPS ≈ 1e-10, so a correct gradient agrees to well within 1e-8
+# and a wrong one (a dropped path, a missing 1/√d) misses by far more.
 GRAD_TOLERANCE = 1e-8
 
 
@@ -123,7 +123,8 @@ class LessonChecks(unittest.TestCase):
         self.check_gradients("causal")
 
     def test_gradients_match_finite_differences_in_every_mask_mode(self):
-        """In "zero" mode the future scores are constants: a backward that sent them to q and k would fail."""
+        """In "zero" mode the future scores are constants: a backward that sent them to q and k
+        would fail."""
         for mode in MASK_MODES:
             with self.subTest(mode=mode):
                 self.check_gradients(mode)

@@ -203,8 +203,10 @@ class Training(unittest.TestCase):
         cls.trained = train(cls.text, 150)
 
     def test_known_answer_with_ties(self):
-        """train("aa ab ab ba", 7). Chunks "aa", " ab" (twice), " ba"; alphabet " ", "a", "b" = ids 0, 1, 2.
-        Step 1: counts (0,1) 2, (1,2) 2, (1,1) 1, (0,2) 1, (2,1) 1. A tie at 2: (0,1) < (1,2), so " a" = 3.
+        """train("aa ab ab ba", 7). Chunks "aa", " ab" (twice), " ba"; alphabet " ", "a", "b" =
+        ids 0, 1, 2.
+        Step 1: counts (0,1) 2, (1,2) 2, (1,1) 1, (0,2) 1, (2,1) 1. A tie at 2: (0,1) < (1,2), so
+        " a" = 3.
         Step 2: " ab" is [3, 2] twice: (3,2) 2 beats the rest at 1, so " ab" = 4.
         Step 3: (1,1), (0,2) and (2,1) all have 1; the smallest is (0,2), so " b" = 5.
         Step 4: (1,1) and (5,1) have 1; (1,1) is smaller, so "aa" = 6. That makes 7 tokens: stop."""
@@ -214,14 +216,16 @@ class Training(unittest.TestCase):
         self.assertEqual(tok.tokens("aa ab ab ba"), ["aa", " ab", " ab", " b", "a"])
 
     def test_training_stops_when_no_pair_is_left(self):
-        """After the four merges above, " ba" = (5, 1) is the last pair; then every chunk is one token."""
+        """After the four merges above, " ba" = (5, 1) is the last pair; then every chunk is one
+        token."""
         tok = train("aa ab ab ba", 100)
         self.assertEqual(tok.merges[-1], (" b", "a"))
         self.assertEqual(len(tok.vocab), 8)
 
     def test_ties_go_to_the_smallest_left_then_right_id(self):
-        """In "ba ab" every pair occurs once: (0,2) " b", (2,1) "ba", (0,1) " a", (1,2) "ab". With alphabet
-        " ", "a", "b" the smallest is (0,1), " a", although " b" and "ba" come first in the text."""
+        """In "ba ab" every pair occurs once: (0,2) " b", (2,1) "ba", (0,1) " a", (1,2) "ab". With
+        alphabet " ", "a", "b" the smallest is (0,1), " a", although " b" and "ba" come first in
+        the text."""
         self.assertEqual(train("ba ab", 4).merges, [(" ", "a")])
         self.assertEqual(train("ab", 4).merges, [("a", "b")])
 
@@ -315,10 +319,10 @@ class Encoding(unittest.TestCase):
                 self.assertEqual(encode_chunk(ids, tok.ranks), encode_chunk_plain(ids, tok.ranks))
 
     def test_a_long_word_takes_a_linear_number_of_steps(self):
-        """Encoding a 50,000-letter word looks a pair up at most 4n times: n − 1 first pairs, then per
-        merge one check and at most two new pairs (a merge removes a symbol, so there are fewer than
-        n merges), and one check per out-of-date entry, at most one per new pair. The plain encoder
-        would look up every pair of the word again after every merge (time: bench_bpe.py)."""
+        """Encoding a 50,000-letter word looks a pair up at most 4n times: n − 1 first pairs, then
+        per merge one check and at most two new pairs (a merge removes a symbol, so there are fewer
+        than n merges), and one check per out-of-date entry, at most one per new pair. The plain
+        encoder would look up every pair of the word again after every merge (time: bench_bpe.py)."""
         tok = train(corpus(20_000), 300)
         word = "".join(ch for ch in corpus(70_000, seed=SEED) if ch.isalpha())[:50_000]
 

@@ -68,7 +68,8 @@ class Layout(unittest.TestCase):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
             files = f.read().split("## Files", 1)[1]
         for module in MODULES:
-            self.assertTrue(f"`{module}.py`" in files, f"the README's Files table has no {module}.py")
+            self.assertTrue(f"`{module}.py`" in files,
+                            f"the README's Files table has no {module}.py")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Properties of the layer over random shapes, and the layer checked against the lesson's listing.
 
-Every random case comes from a fixed seed and names its seed, case number, shape and mask when it fails.
-`reference.listing` evaluates the lesson's equations as the lesson's own listing writes them. Because
-every sum is math.fsum, correctly rounded, the order of summation changes no bit, and attention.py must
-agree with it exactly. bench_attention.py times the same two.
+Every random case comes from a fixed seed and names its seed, case number, shape and mask when it
+fails. `reference.listing` evaluates the lesson's equations as the lesson's own listing writes them.
+Because every sum is math.fsum, correctly rounded, the order of summation changes no bit, and
+attention.py must agree with it exactly. bench_attention.py times the same two.
 """
 
 import math

@@ -31,7 +31,8 @@ def score_row(row):
 
 
 def weights_table(trace):
-    """The lesson's weights table in Markdown: rows attend, columns are attended to; masked cells are 0."""
+    """The lesson's weights table in Markdown: rows attend, columns are attended to; masked cells
+    are 0."""
     labels = [token.strip() for token in trace["tokens"]]
     lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
     for i, (label, row) in enumerate(zip(labels, trace["weights"])):

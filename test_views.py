@@ -17,7 +17,8 @@ SECOND = "the big dog sees a blue kite."
 
 
 def panels(svg_text):
-    """{title: (cells, masked cells, highlighted rows, texts)} of an SVG written by views.heatmaps_svg."""
+    """{title: (cells, masked cells, highlighted rows, texts)} of an SVG written by
+    views.heatmaps_svg."""
     root = ET.fromstring(svg_text)
     found = {}
     for g in root.iter(f"{SVG}g"):
