@@ -8,7 +8,8 @@
                                             then each change's rows in full
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
-    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py)
+    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py), on
+                                            the lab's head or on --head FILE with the changes below
     python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
         [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
         [--offset-scores I=c] [--set-weights I=a,b,c] [--bug post-softmax|destinations]
@@ -319,7 +320,7 @@ def _values(text):
 
 
 def _refuse_conflicts(parser, args):
-    """--scaffold and --grade take nothing else."""
+    """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
     changes = args.changes or []
     given = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
         f"--{name}" for name in ("head", "values", "bug") if getattr(args, name) is not None]
@@ -331,10 +332,11 @@ def _refuse_conflicts(parser, args):
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
     if args.grade is not None:
-        extras = given + sorted({change.flag for change in changes})
+        extras = [flag for flag in given if flag in ("--table", "--svg", "--bug")] + sorted(
+            {change.flag for change in changes if change.stage != "inputs"})
         if extras:
-            parser.error(f"--grade checks your file on the lab's head and prints one line per "
-                         f"check; drop {', '.join(extras)}")
+            parser.error(f"--grade runs your attention on a head and its inputs and prints one "
+                         f"line per check; drop {', '.join(extras)}")
 
 
 def main(argv=None):
@@ -345,7 +347,8 @@ def main(argv=None):
     parser.add_argument("--scaffold", metavar="FILE",
                         help="write a starter tiny_attention.py to fill in (never overwrites)")
     parser.add_argument("--grade", metavar="FILE",
-                        help="check your own tiny_attention.py, one PASS or FAIL line per check")
+                        help="check your own tiny_attention.py, one PASS or FAIL line per check; "
+                             "with --head or changes of Q, K, V and the mask, on those")
     parser.add_argument("--head", metavar="FILE",
                         help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
                              'with an optional "allowed" (default causal)')
@@ -383,7 +386,8 @@ def _run(args):
             raise ValueError(f"--values: {e}") from None
     if args.grade is not None:
         import grade_lab06
-        lines, passed = grade_lab06.grade(args.grade)
+        own = args.head is not None or args.values is not None or changes
+        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
