@@ -467,9 +467,16 @@ class Grader(MessageAssertions, unittest.TestCase):
                                          0.0)
                 self.assertEqual(problem, message)
 
-    def test_the_limits_in_use_are_at_most_30_s_in_all(self):
+    def test_the_limits_in_use_are_at_most_30_s_in_all_and_the_readme_quotes_them(self):
         self.assertLessEqual(grade_lab06.TOTAL_LIMIT, 30)
         self.assertLess(grade_lab06.CALL_LIMIT, grade_lab06.TOTAL_LIMIT)
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "README.md"), encoding="utf-8") as f:
+            readme = " ".join(f.read().split())
+        self.assertIn(f"The grader runs the {len(grade_lab06.lab_checks())} checks the scaffold "
+                      f"lists", readme)
+        self.assertIn(f"with at most {grade_lab06.CALL_LIMIT:g} s for each call (importing it is "
+                      f"one) and {grade_lab06.TOTAL_LIMIT:g} s in all", readme)
 
 
 def load_tests(loader, tests, ignore):

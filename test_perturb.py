@@ -201,7 +201,7 @@ class Lab06(unittest.TestCase):
 
 class PartOne(unittest.TestCase):
     """--table holds Part 1's steps: each row's sources and softmax sum, A as fractions, and z_i as
-    its scaled value vectors."""
+    its scaled value vectors; the README's answer key quotes them as the program prints them."""
 
     @classmethod
     def setUpClass(cls):
@@ -218,6 +218,25 @@ class PartOne(unittest.TestCase):
                       "x₂  1/3  2/3    0\nx₃  1/4  1/4  1/2\n", self.table)
         self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[0, 4] + 1/2·[2, 4] = [1/2, 0] + [0, 1] + "
                       "[1, 2] = [3/2, 3]\n", self.table)
+
+    def test_the_readme_answer_key_quotes_the_table(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        fold = readme[readme.index("## Lab 06"):readme.index("**Mask polarity.**")]
+        fold = fold[fold.index("<details>"):]
+        table = self.table
+        excerpt = "".join(table[table.index(first):table.index(last)] for first, last in (
+            ("softmax of each row:", "A = softmax"), ("A as fractions", "Z = A·V"),
+            ("z_i = Σ", "value ablation")))
+        self.assertIn("```\n" + excerpt.rstrip("\n") + "\n```", fold)
+        columns = lab.transpose(lab.softmax_over_destinations(*lab.projected())[0])
+        shown = ", ".join(f"[{', '.join(str(lab.exact_fraction(w)) for w in column if w)}]"
+                          for column in columns)
+        self.assertIn(" and ".join(shown.rsplit(", ", 1)), " ".join(fold.split()))
+        leak = run_script("perturb_attention.py", "--scale-key", "3=2", "--bug", "post-softmax",
+                          "--table").stdout
+        line = next(line for line in leak.splitlines() if line.startswith("  z₁: [4/5, 0]"))
+        self.assertIn(line.strip(), fold)
 
 
 class CommandLine(unittest.TestCase):
