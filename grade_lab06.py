@@ -834,10 +834,13 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
     TOTAL_LIMIT by default). Raises ValueError when path is not a file to grade."""
     if os.path.isdir(path):
         raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
-    if os.path.getsize(path) > MAX_FILE:
-        raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
+    if not os.path.isfile(path):
+        raise ValueError(f"cannot grade {path}: it is not a regular file, expected a Python file")
+    with open(path, "rb") as f:       # here, so that an unreadable file is one line, not a FAIL
+        if len(f.read(MAX_FILE + 1)) > MAX_FILE:
+            raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
     checks = (experiment_checks(head or lab06.HEAD, changes) if head is not None or changes
               else lab_checks())
     name = os.path.basename(path)

@@ -371,8 +371,8 @@ def with_values(head, values):
     the baseline and every change. Raises ValueError when they do not fit the head."""
     check_matrix("V", values)
     if len(values) != len(head["X"]):
-        raise ValueError(f"V needs one row per position, {len(head['X'])} rows, "
-                         f"got {len(values)}")
+        raise ValueError(f"V needs one row per position of the head ({len(head['X'])}), "
+                         f"got {len(values)} rows")
     own = {**head, "V": [[float(x) for x in row] for row in values]}
     attend(*projected(own))               # the lab's rejections, here as for a head file
     return own

@@ -405,6 +405,8 @@ class Grader(MessageAssertions, unittest.TestCase):
                     self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
             self.assertOneLineError(run_script("perturb_attention.py", "--grade", tmp),
                                     "it is a folder, expected a Python file")
+            self.assertOneLineError(run_script("perturb_attention.py", "--grade", os.devnull),
+                                    "it is not a regular file, expected a Python file")
             self.assertOneLineError(
                 run_script("perturb_attention.py", "--grade", os.path.join(tmp, "gone.py")),
                 "no such file (write one with --scaffold")
