@@ -213,8 +213,11 @@ class LearnerProcess:
             return (f"the learner's process stopped answering during {what}: it was killed, or "
                     f"it closed the grader's channel")
         if code < 0:
-            return (f"the learner's process was killed by {signal.Signals(-code).name} during "
-                    f"{what}")
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:            # a signal this Python has no name for
+                name = f"signal {-code}"
+            return f"the learner's process was killed by {name} during {what}"
         return (f"the learner's process ended during {what}, with exit status {code}: does the "
                 f"file call os._exit, or end the process another way?")
 
@@ -292,7 +295,8 @@ def _text(value):
 # ---- comparing -----------------------------------------------------------------------------------
 
 def _is_number(x):
-    return type(x) in (int, float)
+    """A float, or an int a float can hold: what a matrix of the lab may contain."""
+    return type(x) is float or (type(x) is int and -2 ** 1023 < x < 2 ** 1023)
 
 
 def _num(x):
