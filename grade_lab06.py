@@ -858,7 +858,10 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
             stopped = "the file could not be imported, so no check ran"
         for check_name, check in checks if not failure else ():
             current = check_name
-            problem = check(learner)
+            try:
+                problem = check(learner)
+            except RecursionError:      # an answer nested almost as deep as JSON allows
+                problem = "the answer is nested too deeply to be a matrix"
             lines.append(f"PASS  {check_name}" if problem is None
                          else f"FAIL  {check_name}: {problem}")
             passed += problem is None
