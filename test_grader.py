@@ -267,18 +267,18 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        """Every mutant and hostile file graded once, the loops first, with a short limit."""
-        sources = {name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
-                   for name, (attack, _) in HOSTILE.items() if name in LOOPS}
+        """Every mutant and hostile file graded once; first those that wait for a limit."""
+        slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
+                "    time.sleep(0.1)\n    return _matmul(left, right)\n")
+        sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 0.3})}
+        sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
+                        for name, (attack, _) in HOSTILE.items() if name in LOOPS})
         sources.update({name: (LEARNER + "\n" + attack, {})
                         for name, (attack, _) in HOSTILE.items() if name not in LOOPS})
         sources.update({name: (mutant(changes), {}) for name, (changes, _) in MUTANTS.items()})
         sources["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
             LEARNER.replace('raise ValueError("the shapes do not fit")',
                             'raise ShapeError("the shapes do not fit")')), {})
-        slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
-                "    time.sleep(0.2)\n    return _matmul(left, right)\n")
-        sources["slow"] = (LEARNER + slow, {"call_limit": 5, "total_limit": 0.5})
         cls.graded = graded(sources)
 
     def grade_source(self, source, *args):
@@ -342,7 +342,7 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_the_whole_grading_has_a_limit_of_its_own(self):
         lines, passed = self.graded["slow"]
         self.assertFalse(passed)
-        self.assertIn("the grading was stopped after 0.5 s in all, during matmul", lines[-2])
+        self.assertIn("the grading was stopped after 0.3 s in all, during matmul", lines[-2])
         self.assertIn("so the last", lines[-1])
 
     @unittest.skipUnless(hasattr(os, "mkfifo") and hasattr(os, "fork"), "needs a FIFO and fork")
