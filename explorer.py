@@ -35,9 +35,9 @@ import math
 from fractions import Fraction
 from math import fsum
 
-from attention import MASK_MODES, attend, attention_forward
+from attention import MASK_MODES, attention_forward
 from golden import changed_rows
-from lab06 import HEAD, cases, everything_allowed, position_labels, projected, subscript
+from lab06 import HEAD, cases, position_labels, run, subscript
 from views import HIGHLIGHT, MAX_TOKENS, _colour, number, token_labels
 
 MAX_DENOMINATOR = 100    # a fraction with a larger denominator explains nothing at a glance
@@ -206,19 +206,22 @@ def lesson_maps(params, x):
 
 
 def lab_maps(found, head=HEAD):
-    """One map per case of lab06.cases (found), in its order. Each case's q, k and v come from its
-    change on fresh copies, through attend; the bug's scores are the unmasked ones its softmax
-    took."""
+    """One map per case of lab06.cases (found), in its order, each from its changes on fresh
+    copies: q, k and v through attend, and the scores its softmax took (the post-softmax bug's
+    are the unmasked ones). Raises ValueError for what the page's arithmetic cannot show: the
+    softmax over destinations, and changes made to the scores or weights themselves."""
     maps = []
     for case in found:
-        q, k, v, allowed = projected(head)
-        if case["change"]:
-            case["change"](q, k, v, allowed)
-        run = attend(q, k, v, everything_allowed(q, k) if case["key"] == "bug" else allowed)
+        if case["key"] == "destinations" or any(
+                getattr(change, "stage", "inputs") != "inputs" for change in case["changes"]):
+            raise ValueError("the explorer shows changes of Q, K, V and the mask and the "
+                             "post-softmax bug: see the others with --table or --svg")
+        after = run(head, case["changes"])
+        scores = after["scores"] if case["key"] == "post-softmax" else after["masked_scores"]
         maps.append({"key": case["key"], "title": case["title"], "subtitle": case["subtitle"],
-                     "q": q, "k": k, "v": v, "scores": run["scores"], "weights": case["weights"],
-                     "mixed": case["output"], "blocked": case["hatched"],
-                     "zeroed": case["zeroed"], "future": False})
+                     "q": after["q"], "k": after["k"], "v": after["v"], "scores": scores,
+                     "weights": case["weights"], "mixed": case["output"],
+                     "blocked": case["hatched"], "zeroed": case["zeroed"], "future": False})
     return maps
 
 

@@ -2,6 +2,8 @@
 
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file to fill in
     python3 perturb_attention.py --grade tiny_attention.py       one PASS or FAIL line per check
+    python3 perturb_attention.py --grade tiny_attention.py --head my-head.json --scale-key 3=2
+                                                  your file against ours, on any head and change
 
 The learner's file defines, as the lab's Part 3 asks:
 
@@ -9,35 +11,57 @@ The learner's file defines, as the lab's Part 3 asks:
     masked_softmax(scores, allowed)     one row; a blocked source gets exactly 0.0
     attention(Q, K, V, allowed)         {"scores", "masked_scores", "weights", "output"}
 
-The grader imports the file under its own name (so its `if __name__ == "__main__":` part does not
-run) and compares each answer with attention.py's: the baseline, the four interventions on fresh
-copies, the lab's list of inputs to reject, inputs left as they were, and the optional checks. When
-wrong numbers match a mistake learners make, the line names the mistake. A function that runs for
-more than TIME_LIMIT seconds is stopped (where the system has SIGALRM: Linux and macOS).
+The learner's code is not trusted. It runs in a process of its own (grade_lab06_runner.py, in a
+session of its own) that is asked one call at a time and answers each in JSON. Each call may take CALL_LIMIT seconds
+and the whole grading TOTAL_LIMIT; then the process and everything it started in its group are
+killed. Every verdict is made here, from the answers alone: a number must be a float or an int (not
+a bool, not a subclass), in the shape asked. Whatever the code does (exits, raises, loops in Python
+or in C, prints, patches what it can reach), the learner sees a FAIL line that says so.
+
+The checks run in the order of the computation: the projections, the scores, the masked scores,
+the weights, the output; then the interventions, the rejections, inputs left as they were and the
+optional checks. Where wrong numbers match a mistake learners make, the line names it, so the first
+FAIL says which intermediate went wrong first and how. Rows and columns count from 1, as the lab's.
+
+What it leaves out: a sandbox. The learner's code runs with the learner's own rights; the grader
+guards its verdict, not the machine.
 """
 
-import contextlib
-import importlib.util
-import io
+import collections
+import json
+import marshal
 import math
 import os
+import queue
 import signal
+import subprocess
 import sys
-import traceback
+import threading
+import time
 
 import lab06
-from attention import attend, masked_softmax, matmul, transpose
+from attention import attend, causal_mask, masked_softmax, matmul, transpose
 from safe_io import write_atomic
 
-TOLERANCE = 1e-9          # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
-TIME_LIMIT = 3            # seconds one call of the learner's code may take
+TOLERANCE = 1e-9      # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
+LIKENESS = 1e-6       # how close wrong numbers must come to a known mistake's for it to be named
+CALL_LIMIT = 2.0      # seconds one call of the learner's code may take; importing it is a call
+TOTAL_LIMIT = 20.0    # seconds the whole grading may take
+START_LIMIT = 5.0     # seconds for Python to start, before any of the learner's code runs
+MAX_FILE = 2 ** 20    # bytes: a larger file is refused before it runs
+MAX_ANSWER = 2 ** 24  # bytes of one answer from the learner's process
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grade_lab06_runner.py")
 
 SCAFFOLD = '''"""Lab 06: one attention head, computed by hand. Fill in the three functions, then run
 
-    python3 tiny_attention.py                           print your baseline
+    python3 tiny_attention.py                                 print your baseline
     python3 perturb_attention.py --grade tiny_attention.py    check every part
 
-Rows are positions. allowed[i][j] is True when query i may attend to source j.
+Rows are positions. allowed[i][j] is True when query i may attend to source j. The grader runs your
+file in a process of its own, at most CALL_LIMIT s a call, and these COUNT checks, in the order of
+the computation (rows and columns in its messages count from 1):
+
+CHECKS
 """
 
 import math
@@ -81,351 +105,774 @@ if __name__ == "__main__":
 
 
 def scaffold(path):
-    """Write the starter file; refuse to overwrite anything."""
+    """Write the starter file, which lists the grader's checks; refuse to overwrite anything."""
     if not path:
         raise ValueError("the scaffold path is empty: expected a file name such as "
                          "tiny_attention.py")
     if os.path.lexists(path):
         raise ValueError(f"{path} already exists: the scaffold never overwrites a file "
                          f"(pick another name, or delete it first)")
-    write_atomic(path, SCAFFOLD)
+    names = [name for name, _ in lab_checks()]
+    text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
+            .replace("CHECKS", "\n".join(f"    {n:2}. {name}" for n, name in enumerate(names, 1))))
+    write_atomic(path, text)
     return f"wrote {path}: fill in matmul, masked_softmax and attention, then run --grade {path}"
 
 
-# ---- running the learner's code ---------------------------------------------------------------
+# ---- the learner's process ---------------------------------------------------------------------
 
-class TookTooLong(Exception):
-    pass
+class Stopped(Exception):
+    """The learner's process can answer no more; the message says why, in a few words."""
+
+
+class LearnerProcess:
+    """The learner's file in a process of its own, in a session of its own, asked one call at a
+    time. Answers are the runner's dicts. Raises Stopped when the process runs out of time, ends,
+    or answers out of turn; it is killed then, with everything in its group."""
+
+    def __init__(self, path, call_limit, total_limit):
+        self.call_limit, self.total_limit = call_limit, total_limit
+        self.deadline = time.monotonic() + total_limit
+        self.count, self.stopped = 0, False
+        self.answers, self.requests = queue.Queue(), queue.Queue()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", RUNNER, os.path.abspath(path)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        except OSError as e:
+            raise OSError(f"cannot start Python to run {path}: {e.strerror or e}") from None
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._write, daemon=True).start()
+        try:
+            self._next("starting Python", START_LIMIT)
+        except Stopped as e:       # before any of the learner's code: this machine's problem
+            raise OSError(f"cannot start Python to run {path}: {e}") from None
+
+    def _read(self):
+        """Each answer line, as it comes; a line without its newline is the last (the end, or an
+        answer too long)."""
+        with self.process.stdout as stream:
+            while True:
+                line = stream.readline(MAX_ANSWER + 1)
+                self.answers.put(line)
+                if not line.endswith(b"\n"):
+                    return
+
+    def _write(self):
+        """Each request, in its own thread: a process that stops reading cannot block the
+        grader."""
+        try:
+            for request in iter(self.requests.get, None):
+                self.process.stdin.write(request)
+                self.process.stdin.flush()
+        except OSError:
+            pass                  # the process has gone; the next answer says how
+        finally:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+
+    def ask(self, call, *args):
+        """The runner's answer to call(*args): "import" or one of the learner's functions."""
+        self.count += 1
+        request = marshal.dumps({"id": self.count, "call": call, "args": list(args)})
+        self.requests.put(len(request).to_bytes(4, "big") + request)
+        return self._next("the import" if call == "import" else call, self.call_limit)
+
+    def _next(self, what, limit):
+        left = self.deadline - time.monotonic()
+        try:
+            line = self.answers.get(timeout=max(0.0, min(limit, left)))
+        except queue.Empty:
+            self.stop()
+            if left <= limit:
+                raise Stopped(f"the grading was stopped after {self.total_limit:g} s in all, "
+                              f"during {what}") from None
+            raise Stopped(f"{what} was stopped after {limit:g} s: does a loop never end?") from None
+        if len(line) > MAX_ANSWER:
+            self.stop()
+            raise Stopped(f"{what} answered with more than {MAX_ANSWER >> 20} MB")
+        if not line.endswith(b"\n"):
+            self.stop()
+            raise Stopped(self._ended(what))
+        try:
+            answer = json.loads(line)
+        except (ValueError, RecursionError):
+            answer = None
+        if not isinstance(answer, dict) or answer.get("id") != self.count:
+            self.stop()
+            raise Stopped(f"during {what}, the learner's process wrote into the grader's channel "
+                          f"what the grader did not ask for")
+        return answer
+
+    def _ended(self, what):
+        code = self.process.returncode
+        if code == -getattr(signal, "SIGKILL", 9):
+            return (f"the learner's process stopped answering during {what}: it was killed, or "
+                    f"it closed the grader's channel")
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:            # a signal this Python has no name for
+                name = f"signal {-code}"
+            return f"the learner's process was killed by {name} during {what}"
+        return (f"the learner's process ended during {what}, with exit status {code}: does the "
+                f"file call os._exit, or end the process another way?")
+
+    def stop(self):
+        """Kill the learner's process and everything in its group, then reap it. Idempotent."""
+        if self.stopped:
+            return
+        self.stopped = True
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (AttributeError, ProcessLookupError, PermissionError):  # no process groups here
+            self.process.kill()
+        self.process.wait()
+        self.requests.put(None)
+
+
+Reply = collections.namedtuple("Reply", "value failure error kind edited")
+Reply.__doc__ = """One call's answer: value (as JSON brought it), failure (None, or what went wrong
+in a few words), error and kind (the exception's type and the first of ValueError, TypeError,
+... it is, or None), edited (the numbers of the arguments the call changed)."""
 
 
 class Learner:
-    """The learner's module, and a way to call it that turns every failure into a line."""
+    """The learner's functions, called in its process. The answer to a call with the same
+    arguments is kept, so the checks of one run share it."""
 
-    def __init__(self, module, path):
-        self.module, self.path = module, path
+    def __init__(self, process, name):
+        self.process, self.name, self.kept = process, name, {}
 
-    def call(self, name, *args):
-        """(value, None) or (None, what went wrong, in a few words)."""
-        function = getattr(self.module, name, None)
-        if not callable(function):
-            return None, f"{os.path.basename(self.path)} has no function {name}"
-        try:
-            with _time_limit(), contextlib.redirect_stdout(io.StringIO()):
-                return function(*args), None
-        except NotImplementedError:
-            return None, f"not implemented yet: {name}"
-        except TookTooLong:
-            return None, f"{name} was stopped after {TIME_LIMIT} s: does a loop never end?"
-        except Exception as e:   # the learner's bug, reported as a line, not a traceback
-            return None, f"{name} raised {type(e).__name__}: {e}{self._where(e)}"
+    def load(self):
+        """None when the file imports, else what went wrong."""
+        return self._reply("it", self.process.ask("import")).failure
 
-    def _where(self, error):
-        frames = [f for f in traceback.extract_tb(error.__traceback__)
-                  if os.path.abspath(f.filename) == os.path.abspath(self.path)]
-        return f" (line {frames[-1].lineno})" if frames else ""
+    def call(self, function, *args, fresh=False):
+        key = json.dumps([function, args])
+        if fresh or key not in self.kept:
+            self.kept[key] = self._reply(function, self.process.ask(function, *args))
+        return self.kept[key]
 
-
-def load(path):
-    """The learner's module, imported without running its __main__ part. Raises ValueError with one
-    line naming the file (and the line) when it cannot be read or imported."""
-    if not os.path.isfile(path):
-        raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
-    name = os.path.splitext(os.path.basename(path))[0].replace("-", "_") or "learner"
-    spec = importlib.util.spec_from_file_location(f"learner_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        with _time_limit(), contextlib.redirect_stdout(io.StringIO()):
-            spec.loader.exec_module(module)
-    except SyntaxError as e:
-        raise ValueError(f"{path}, line {e.lineno}: syntax error: {e.msg}") from None
-    except TookTooLong:
-        raise ValueError(f"{path}: importing it took more than {TIME_LIMIT} s") from None
-    except Exception as e:
-        frames = [f for f in traceback.extract_tb(e.__traceback__)
-                  if os.path.abspath(f.filename) == os.path.abspath(path)]
-        where = f", line {frames[-1].lineno}" if frames else ""
-        raise ValueError(f"{path}{where}: importing it raised {type(e).__name__}: {e}") from None
-    return Learner(module, path)
+    def _reply(self, function, answer):
+        if "value" in answer:
+            edited = answer.get("edited")
+            edited = edited if isinstance(edited, list) else []
+            return Reply(answer["value"], None, None, None, edited)
+        if answer.get("missing") is True:
+            return Reply(None, f"{self.name} has no function {function}", None, None, [])
+        raised = answer.get("raised")
+        if not isinstance(raised, dict):
+            raise Stopped(f"during {function}, the learner's process answered what the grader "
+                          f"did not ask for")
+        error, kind, message, line = (_text(raised.get(key)) for key in
+                                      ("type", "kind", "message", "line"))
+        where = f" (line {line})" if line else ""
+        if kind == "NotImplementedError":
+            failure = f"not implemented yet: {function}"
+        elif error == "SystemExit":
+            failure = (f"{function} called sys.exit({message}){where}: " + (
+                "importing a file must define its functions, not end the program"
+                if function == "it" else "a function must return or raise, not end the program"))
+        elif kind == "SyntaxError":
+            failure = f"syntax error{where}: {message}"
+        elif kind == "BaseException":
+            failure = (f"{function} raised {error}{where}, which is not an Exception"
+                       f"{': ' + message if message else ''}")
+        else:
+            failure = f"{function} raised {error}{': ' + message if message else ''}{where}"
+        return Reply(None, failure, error, kind, [])
 
 
-@contextlib.contextmanager
-def _time_limit():
-    if not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def stop(signum, frame):
-        raise TookTooLong()
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _text(value):
+    return str(value)[:300] if isinstance(value, (str, int)) and not isinstance(value, bool) \
+        else ""
 
 
-# ---- comparing ---------------------------------------------------------------------------------
+# ---- comparing -----------------------------------------------------------------------------------
 
-def copies(*matrices):
-    return tuple([list(row) for row in m] for m in matrices)
-
-
-def mismatch(got, want, blocked=None, blocked_value=None):
-    """None when got matches want within TOLERANCE (and equals blocked_value exactly where blocked
-    is True), else a few words on the first difference."""
-    if not isinstance(got, list) or len(got) != len(want):
-        return f"expected {len(want)} rows, got {_short(got)}"
-    for i, (g_row, w_row) in enumerate(zip(got, want)):
-        if not isinstance(g_row, (list, tuple)) or len(g_row) != len(w_row):
-            return f"row {i}: expected {len(w_row)} entries, got {_short(g_row)}"
-        for j, (g, w) in enumerate(zip(g_row, w_row)):
-            if blocked and blocked[i][j]:
-                if not (isinstance(g, (int, float)) and g == blocked_value):
-                    return (f"[{i}][{j}] is blocked: expected exactly {_num(blocked_value)}, "
-                            f"got {_num(g)}")
-            elif not isinstance(g, (int, float)) or not abs(g - w) <= TOLERANCE:
-                return f"[{i}][{j}]: expected {_num(w)}, got {_num(g)}"
-    return None
+def _is_number(x):
+    """A float, or an int a float can hold: what a matrix of the lab may contain."""
+    return type(x) is float or (type(x) is int and -2 ** 1023 < x < 2 ** 1023)
 
 
 def _num(x):
-    if isinstance(x, float):
-        return "−∞" if x == -math.inf else f"{x:.10g}" if abs(x) < 1e6 else f"{x:g}"
-    return repr(x)
+    """A number for a message, with the small fraction it stands for, if any.
+
+    >>> _num(1 / 3), _num(-math.inf), _num(0.2689414213699951)
+    ('0.3333333333 (1/3)', '−∞', '0.2689414214')
+    """
+    if math.isinf(x) or math.isnan(x):
+        return {math.inf: "∞", -math.inf: "−∞"}.get(x, "NaN")
+    fraction = lab06.exact_fraction(x)
+    shown = f"{x:.10g}"
+    return f"{shown} ({fraction})" if fraction is not None and fraction.denominator > 1 else shown
 
 
-def _short(value):
-    text = repr(value)
+def _came(value):
+    """What came from the learner's process, in a few words: the runner writes what is not a plain
+    list, dict, int or float as "<type ...>"."""
+    if isinstance(value, str):
+        name, _, number = value.strip("<>").partition(" ")
+        if name == "NoneType":
+            return "None"
+        hint = (": a number must be a float or an int itself, not a subclass or a bool"
+                if number and name not in ("float", "int") else "")
+        return f"a {name}{' ' + number if number else ''}{hint}"
+    text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# ---- the mistakes learners make ----------------------------------------------------------------
-
-def _softmax_rows(scores, allowed):
-    """Softmax of each row over its allowed entries; a row with none allowed becomes None."""
-    rows = []
-    for row, ok in zip(scores, allowed):
-        rows.append(masked_softmax(row, ok) if any(ok) else None)
-    return rows
-
-
-def known_mistakes(q, k, v, allowed):
-    """{mistake, in plain words: the weights it produces} for the baseline head."""
-    d = len(q[0])
-    raw = matmul(q, transpose(k))
-    inverted = [[not ok for ok in row] for row in allowed]
-    masked_scores = [[s / math.sqrt(d) if ok else -math.inf for s, ok in zip(row, ok_row)]
-                     for row, ok_row in zip(raw, allowed)]
-    columns = transpose(masked_scores)
-    by_column = _softmax_rows(columns, [[s != -math.inf for s in col] for col in columns])
-    column_softmax = [None] * len(q) if None in by_column else transpose(by_column)
-    return {
-        "the mask is applied after the softmax and the rows are not renormalised (they sum to "
-        "less than 1): softmax over the allowed sources only, or divide again by the row's sum":
-            lab06.buggy_post_softmax(q, k, v, allowed)[0],
-        "the scores are not scaled: divide Q·Kᵀ by √d (here √2)":
-            _softmax_rows(raw, allowed),
-        "the scores are divided by d, not √d":
-            _softmax_rows([[s / d for s in row] for row in raw], allowed),
-        "the mask's polarity is inverted: True means the query MAY attend to the source":
-            _softmax_rows([[s / math.sqrt(d) for s in row] for row in raw], inverted),
-        "the softmax is taken over each column; take it over each row (over the sources of one "
-        "query)": column_softmax,
-        "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight":
-            [masked_softmax([s if ok else 0.0 for s, ok in zip(row, ok_row)], [True] * len(row))
-             for row, ok_row in zip(masked_scores, allowed)],
-    }
+def _entries_problem(got, want, where, blocked=None, blocked_value=None):
+    """The first entry of a row that is not a number or differs from want (exactly blocked_value
+    where blocked), in a few words, or None. where(j) names entry j, counted from 1."""
+    for j, (g, w) in enumerate(zip(got, want)):
+        if not _is_number(g):
+            return f"{where(j + 1)}: expected a float or an int, got {_came(g)}"
+        if blocked and blocked[j]:
+            if g != blocked_value:
+                return (f"{where(j + 1)} is blocked: expected exactly {_num(blocked_value)}, "
+                        f"got {_num(g)}")
+        elif not abs(g - w) <= TOLERANCE:
+            return f"{where(j + 1)}: expected {_num(w)}, got {_num(g)}"
+    return None
 
 
-def diagnose(weights, q, k, v, allowed):
-    """The known mistake whose weights these are, or None."""
-    for mistake, expected in known_mistakes(q, k, v, allowed).items():
-        rows = [(g, e) for g, e in zip(weights, expected) if e is not None]
-        if rows and all(isinstance(g, (list, tuple)) and len(g) == len(e) and all(
-                isinstance(a, (int, float)) and abs(a - b) <= 1e-6 for a, b in zip(g, e))
-                for g, e in rows):
+def mismatch(got, want, what, blocked=None, blocked_value=None):
+    """None when got has the shape of want, a list of rows, and each entry is a float or an int
+    within TOLERANCE of want's (exactly blocked_value where blocked is True); else a few words on
+    the first difference, rows and columns counted from 1.
+
+    >>> mismatch([[1.0, 0.25]], [[1.0, 0.5]], "weights")
+    'weights row 1, column 2: expected 0.5 (1/2), got 0.25 (1/4)'
+    """
+    if type(got) is not list or len(got) != len(want):
+        return f"{what}: expected a list of {len(want)} rows, got {_came(got)}"
+    for i, (got_row, want_row) in enumerate(zip(got, want)):
+        if type(got_row) is not list or len(got_row) != len(want_row):
+            return (f"{what} row {i + 1}: expected a list of {len(want_row)} numbers, "
+                    f"got {_came(got_row)}")
+        problem = _entries_problem(got_row, want_row, lambda j: f"{what} row {i + 1}, column {j}",
+                                   blocked and blocked[i], blocked_value)
+        if problem:
+            return problem
+    return None
+
+
+def row_mismatch(got, want, blocked=None):
+    """mismatch for one row (masked_softmax's answer): a blocked entry must be exactly 0.0."""
+    if type(got) is not list or len(got) != len(want):
+        return f"expected a list of {len(want)} numbers, got {_came(got)}"
+    return _entries_problem(got, want, lambda j: f"entry {j}", blocked, 0.0)
+
+
+def _like(got, matrix):
+    """got has matrix's shape and lies within LIKENESS of it, −∞ where it is −∞."""
+    return (type(got) is list and len(got) == len(matrix) and all(
+        type(g_row) is list and len(g_row) == len(m_row) and all(
+            _is_number(g) and (g == m if math.isinf(m) else abs(g - m) <= LIKENESS)
+            for g, m in zip(g_row, m_row))
+        for g_row, m_row in zip(got, matrix)))
+
+
+def diagnose(got, want, mistakes):
+    """The first mistake, of (mistake, make) pairs, whose matrix make() differs from want and
+    got matches; None when none does. A make that raises does not apply to this head."""
+    for mistake, make in mistakes:
+        try:
+            matrix = make()
+        except (ValueError, TypeError, ArithmeticError):
+            continue
+        if not _like(want, matrix) and _like(got, matrix):
             return mistake
     return None
 
 
-# ---- the checks --------------------------------------------------------------------------------
-
-def checks(learner):
-    """Yield (passed, line) for every check, in the lab's order."""
-    # Part 3, one function at a time
-    ours_q, ours_k, ours_v, allowed = lab06.projected()
-    for name, (left, right), want in (("Q = X·WQ", (lab06.X, lab06.WQ), ours_q),
-                                      ("K = X·WK", (lab06.X, lab06.WK), ours_k),
-                                      ("V = X·WV", (lab06.X, lab06.WV), ours_v)):
-        got, error = learner.call("matmul", *copies(left, right))
-        yield _line(f"matmul: {name}", error or mismatch(got, want))
-    got, error = learner.call("matmul", [[1.0, 2.0, 3.0]], [[1.0], [2.0]])
-    yield _rejects("matmul rejects (1, 3)·(2, 1)", got, error)
-    got, error = learner.call("matmul", [[1.0, 2.0], [3.0]], [[1.0], [2.0]])
-    yield _rejects("matmul rejects a ragged matrix", got, error)
-
-    got, error = learner.call("masked_softmax", [0.0, math.log(2), math.log(2)],
-                              [True, True, False])
-    yield _line("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]",
-                error or mismatch([got], [[1 / 3, 2 / 3, 0.0]], [[False, False, True]], 0.0))
-    got, error = learner.call("masked_softmax", [1.0, 2.0], [False, False])
-    yield _rejects("masked_softmax rejects a row with nothing allowed", got, error)
-
-    # the baseline
-    q, k, v, allowed = lab06.projected()
-    first, error = learner.call("attention", *copies(q, k, v, allowed))
-    if error:
-        yield _line("attention: the baseline", error)
-        first = None
-    else:
-        yield from _baseline(first, q, k, v, allowed)
-
-    # a mask that is not causal, whose every row keeps a source when inverted: polarity shows here
-    q, k, v, _ = lab06.projected()
-    mixed_mask = [[True, False, True], [False, True, True], [True, True, False]]
-    got, error = learner.call("attention", *copies(q, k, v, mixed_mask))
-    problem = error or _result_problem(got) or mismatch(
-        got["weights"], attend(q, k, v, mixed_mask)["weights"],
-        [[not ok for ok in row] for row in mixed_mask], 0.0)
-    if problem and not error and not _result_problem(got):
-        mistake = diagnose(got["weights"], q, k, v, mixed_mask)
-        problem += f"; this looks like: {mistake}" if mistake else ""
-    yield _line("attention with allowed = [[T, F, T], [F, T, T], [T, T, F]]", problem)
-
-    # a blocked source gets no weight even when the scores are huge: −∞, not a stand-in such as −1e9
-    probe = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]], [[True, False], [True, True]])
-    got, error = learner.call("attention", *probe)
-    problem = error or _result_problem(got) or mismatch(got["weights"], [[1.0, 0.0], [0.5, 0.5]],
-                                                        [[False, True], [False, False]], 0.0)
-    if problem and not error and isinstance(got["weights"][0][1], (int, float)) \
-            and got["weights"][0][1] > 0:
-        problem += ("; this looks like: a blocked score stood in for by a finite number (such as "
-                    "−1e9), which wins once the allowed scores are lower still (here −1e10): "
-                    "use −∞")
-    yield _line("a blocked source gets no weight when every score is near −1e10", problem)
-
-    # the interventions, each on fresh copies
-    for key, change in lab06.INTERVENTIONS.items():
-        q, k, v, allowed = lab06.projected()
-        change(q, k, v, allowed)
-        want = attend(q, k, v, allowed)
-        got, error = learner.call("attention", *copies(q, k, v, allowed))
-        problem = error or _result_problem(got) or mismatch(got["weights"], want["weights"]) or \
-            mismatch(got["output"], want["mixed"])
-        yield _line(f"intervention {lab06.TITLES[key]}", problem)
-
-    # what the lab asks to reject
-    for what, args in rejection_cases():
-        got, error = learner.call("attention", *args)
-        yield _rejects(f"attention rejects {what}", got, error, type_error_too="bool" in what)
-
-    # inputs left as they were, and the baseline unchanged after everything
-    q, k, v, allowed = lab06.projected()
-    before = copies(q, k, v, allowed)
-    got, error = learner.call("attention", q, k, v, allowed)
-    edited = [name for name, a, b in zip(("Q", "K", "V", "allowed"), (q, k, v, allowed), before)
-              if a != b]
-    yield _line("attention leaves Q, K, V and allowed as they were", error or (
-        f"the inputs were edited in place ({', '.join(edited)} changed): work on copies"
-        if edited else None))
-    again, error = learner.call("attention", *copies(*lab06.projected()))
-    yield _line("the baseline comes out the same after all of the above", error or (
-        None if first is None or again == first else "a second run gave other numbers: does the "
-                                                     "function keep state between calls?"))
-
-    # the optional checks
-    q, k, v, allowed = lab06.projected()
-    shifted_v = [[a + b for a, b in zip(row, lab06.VALUE_SHIFT)] for row in v]
-    got, error = learner.call("attention", *copies(q, k, shifted_v, allowed))
-    base = attend(q, k, v, allowed)["mixed"]
-    yield _line("optional: adding [1, −2] to every value shifts each output by [1, −2]",
-                error or _result_problem(got) or mismatch(
-                    got["output"], [[a + b for a, b in zip(row, lab06.VALUE_SHIFT)] for row in base]))
-    scores = [math.log(2), math.log(2), 2 * math.log(2)]
-    got, error = learner.call("masked_softmax", [s + lab06.SCORE_OFFSET for s in scores],
-                              [True, True, True])
-    yield _line("optional: adding 1000 to every score keeps the weights [1/4, 1/4, 1/2]",
-                error or mismatch([got], [[0.25, 0.25, 0.5]]))
+def _hinted(problem, mistake):
+    return f"{problem}; this looks like: {mistake}" if problem and mistake else problem
 
 
-def _baseline(got, q, k, v, allowed):
-    """The four parts of the baseline, each its own line, with a diagnosis where one fits."""
-    problem = _result_problem(got)
-    if problem:
-        yield _line("attention: the baseline", problem)
-        return
-    want = lab06.baseline()
-    blocked = [[not ok for ok in row] for row in allowed]
-    yield _line("baseline scores = Q·Kᵀ/√2, before the mask",
-                mismatch(got["scores"], want["scores"]))
-    problem = mismatch(got["masked_scores"], want["masked_scores"], blocked, -math.inf)
-    if problem and "is blocked" in problem:
-        value = got["masked_scores"][0][1]
-        problem += (": blocked scores must be −∞; a finite stand-in such as " + _num(value) +
-                    " still gives the future weight once the scores are large enough"
-                    if isinstance(value, float) and math.isfinite(value) else "")
-    yield _line("baseline masked_scores: −∞ where blocked", problem)
-    problem = mismatch(got["weights"], want["weights"], blocked, 0.0)
-    if problem:
-        mistake = diagnose(got["weights"], q, k, v, allowed)
-        problem += f"; this looks like: {mistake}" if mistake else ""
-    yield _line("baseline weights: rows sum to 1, exactly 0.0 where blocked", problem)
-    yield _line("baseline output = weights·V", mismatch(got["output"], want["output"]))
+# ---- the mistakes learners make, each made with the folder's own matmul and softmax ------------
 
-
-def _result_problem(got):
-    if not isinstance(got, dict):
-        return f"attention must return a dict, got {type(got).__name__}"
-    missing = [key for key in ("scores", "masked_scores", "weights", "output") if key not in got]
-    return f"the dict has no {', '.join(missing)}" if missing else None
-
-
-def rejection_cases():
-    """(what, arguments) for each input the lab asks attention to reject."""
-    q, k, v, allowed = lab06.projected()
-    nan = [list(row) for row in q]
-    nan[2][1] = math.nan
+def _scales(q, k):
+    """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
+    T, S, d, d_model = len(q), len(k), len(q[0]), len(lab06.X[0])
+    keys = "the number of keys" + (" (and of queries)" if T == S else "")
     return [
-        ("a ragged matrix", ([[1.0, 0.0], [1.0], [1.0, 1.0]], k, v, allowed)),
-        ("an empty matrix", ([], k, v, [])),
-        ("query and key widths that differ", (q, [[1.0, 0.0, 0.0]] * 3, v, allowed)),
-        ("key and value counts that differ", (q, k, v[:2], allowed)),
-        ("a mask of the wrong size", (q, k, v, [[True, False], [True, True]])),
-        ("a mask entry that is not a bool", (q, k, v, [[True, False, False], [1, True, False],
-                                                       [True, True, True]])),
-        ("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
-                                                       [True, True, True]])),
-        ("a query that is not finite", (nan, k, v, allowed)),
-        ("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3, v,
-                                              allowed)),
+        (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
+        (f"the scores are divided by d = {d}, not by √d", d),
+        (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
+         math.sqrt(S)),
+        (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the "
+         f"width of Q and K", math.sqrt(T)),
+        (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
+         f"in, not by √d = √{d}, the width of this head's Q and K", math.sqrt(d_model)),
     ]
 
 
-def _rejects(name, got, error, type_error_too=False):
-    """A rejection check: a ValueError passes, and a TypeError where the value is of the wrong
-    kind."""
-    if error is None:
-        return False, f"FAIL  {name}: expected ValueError, but it returned {_short(got)}"
-    if " raised ValueError" in error or (type_error_too and " raised TypeError" in error):
-        return True, f"PASS  {name}"
-    if " raised " not in error:
-        return False, f"FAIL  {name}: {error}"
-    return False, f"FAIL  {name}: expected ValueError, but {error}"
+def score_mistakes(q, k):
+    """(mistake, make) for the scores before the mask, of q (T, d) and k (S, d)."""
+    product = matmul(q, transpose(k))
+    return [(mistake, lambda by=by: [[s / by for s in row] for row in product])
+            for mistake, by in _scales(q, k)] + [
+        ("the scores are transposed: row i holds query i's scores, Q·Kᵀ and not K·Qᵀ",
+         lambda: transpose(attend(q, k, k, lab06.everything_allowed(q, k))["scores"]))]
 
 
-def _line(name, problem):
-    return (True, f"PASS  {name}") if problem is None else (False, f"FAIL  {name}: {problem}")
+def masked_score_mistakes(scores, allowed):
+    """(mistake, make) for the masked scores, from the right scores before the mask."""
+    def masked(keep, blocked_value=-math.inf):
+        return [[s if keep(i, j) else blocked_value for j, s in enumerate(row)]
+                for i, row in enumerate(scores)]
+    square = len(scores) == len(scores[0])
+    return [
+        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+         lambda: masked(lambda i, j: allowed[i][j], 0.0)),
+        ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
+         lambda: masked(lambda i, j: not allowed[i][j])),
+        ("the mask is read as allowed[j][i]: the row is the query, the column the source",
+         lambda: masked(lambda i, j: square and allowed[j][i])),
+        ("the mask is not applied: a blocked score must be −∞", lambda: scores),
+        ("the masked scores were shifted in place: masked_softmax subtracted the row's largest "
+         "score from the list it was given, attention's own; work on a copy",
+         lambda: [[s - max(t for t, ok in zip(row, oks) if ok) if ok else -math.inf
+                   for s, ok in zip(row, oks)] for row, oks in zip(scores, allowed)]),
+    ]
 
 
-def grade(path):
-    """The report, one line a check, and whether every check passed."""
-    learner = load(path)
-    lines, passed = [], True
-    for ok, line in checks(learner):
-        lines.append(line)
-        passed = passed and ok
-    count = sum(line.startswith("PASS") for line in lines)
-    lines.append(f"{count} of {len(lines)} checks pass" + ("" if passed else
-                                                           f": fix the first FAIL and grade again"))
-    return lines, passed
+def finite_stand_in(got, want, allowed):
+    """The mistake when got is want with every blocked score one finite number, else None."""
+    blocked = [g for got_row, ok_row in zip(got, allowed) if type(got_row) is list
+               for g, ok in zip(got_row, ok_row) if not ok]
+    if blocked and all(_is_number(g) and math.isfinite(g) for g in blocked) and \
+            len(set(blocked)) == 1 and blocked[0] != 0.0 and _like([[g for g, ok in zip(g_row, ok_row) if ok]
+                                        for g_row, ok_row in zip(got, allowed)],
+                                       [[w for w, ok in zip(w_row, ok_row) if ok]
+                                        for w_row, ok_row in zip(want, allowed)]):
+        return (f"a blocked score stood in for by a finite number ({_num(blocked[0])}) "
+                f"instead of −∞: it gets weight once the allowed scores are lower still")
+    return None
+
+
+def weight_mistakes(q, k, v, allowed):
+    """(mistake, make) for the weights of a head."""
+    d = len(q[0])
+
+    def weights(q=q, allowed=allowed, blocked_score=-math.inf):
+        return attend(q, k, v, allowed, blocked_score)["weights"]
+
+    def scaled(factor):
+        return [[x * factor for x in row] for row in q]
+
+    return [
+        ("the mask is applied after the softmax and the rows are not renormalised (they sum to "
+         "less than 1): softmax over the allowed sources only",
+         lambda: lab06.buggy_post_softmax(q, k, v, allowed)[0]),
+        ("the mask is not applied: a blocked source must get weight 0.0",
+         lambda: weights(allowed=lab06.everything_allowed(q, k))),
+        ("the softmax is taken over each column (over the destinations); take it over each row, "
+         "over the sources one query may read",
+         lambda: lab06.softmax_over_destinations(q, k, v, allowed)[0]),
+        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+         lambda: weights(blocked_score=0.0)),
+        ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
+         "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
+        ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
+         lambda: weights(allowed=[[not ok for ok in row] for row in allowed])),
+        ("the mask is read as allowed[j][i]: the row is the query, the column the source",
+         lambda: weights(allowed=transpose(allowed))),
+        ("the mask given is ignored for a causal mask of its own: use allowed as it comes",
+         lambda: weights(allowed=causal_mask(len(q)))),
+        (f"the scale is applied after the softmax: divide the scores by √{d} before it, not the "
+         f"weights", lambda: [[w / math.sqrt(d) for w in row] for row in weights(scaled(d ** .5))]),
+    ] + [(mistake, lambda by=by: weights(scaled(math.sqrt(d) / by)))
+         for mistake, by in _scales(q, k)]
+
+
+def output_mistakes(weights, k, v):
+    """(mistake, make) for the output, from the right weights."""
+    return [("the mixture takes A's columns: z_i = Σ_j a_ij·v_j is A·V, not Aᵀ·V",
+             lambda: matmul(transpose(weights), v)),
+            ("the weights mix K, not V", lambda: matmul(weights, k))]
+
+
+def softmax_row_mistakes(scores, allowed):
+    """(mistake, make) for masked_softmax's answer on one row, each made a matrix of one row."""
+    unmasked = masked_softmax(scores, [True] * len(scores))
+    return [("a softmax over every source with the blocked ones zeroed after it: the row is not "
+             "renormalised", lambda: [[w if ok else 0.0 for w, ok in zip(unmasked, allowed)]]),
+            ("the blocked sources keep their weight: take the softmax over the allowed ones only",
+             lambda: [unmasked])]
+
+
+# ---- the checks ----------------------------------------------------------------------------------
+
+def _product(learner, left, right, want):
+    reply = learner.call("matmul", left, right)
+    return reply.failure or mismatch(reply.value, want, "the product")
+
+
+def _dict_problem(value):
+    if value == "<NoneType>":
+        return "attention returned None: does it end with return {...}?"
+    if type(value) is not dict:
+        return (f"attention must return a dict with scores, masked_scores, weights and output, "
+                f"got {_came(value)}")
+    missing = [key for key in ("scores", "masked_scores", "weights", "output") if key not in value]
+    return (f"attention's dict has no {', '.join(missing)} (it has "
+            f"{', '.join(value) or 'nothing'})" if missing else None)
+
+
+def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=None,
+          when_raised=None):
+    """One part of attention's answer on args against want: None, or what is wrong, with the
+    mistake it looks like. mistakes: (mistake, make) pairs, or a function of the answer giving
+    the mistake; when_raised: the hint for an exception, given the reply."""
+    reply = learner.call("attention", *args)
+    if reply.failure:
+        return _hinted(reply.failure, when_raised and when_raised(reply))
+    problem = _dict_problem(reply.value)
+    if problem:
+        return problem
+    got = reply.value[part]
+    problem = mismatch(got, want, part, blocked, blocked_value)
+    if problem:
+        mistake = mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)
+        return _hinted(problem, mistake)
+    return None
+
+
+def _row(learner, scores, allowed, want, when_wrong=None):
+    """masked_softmax(scores, allowed) against want; when_wrong(reply): the mistake an exception
+    or a wrong row points to."""
+    reply = learner.call("masked_softmax", scores, allowed)
+    problem = reply.failure or row_mismatch(reply.value, want, [not ok for ok in allowed])
+    if problem and not reply.failure:
+        mistake = diagnose([reply.value], [want], softmax_row_mistakes(scores, allowed))
+        return _hinted(problem, mistake or (when_wrong and when_wrong(reply)))
+    return _hinted(problem, when_wrong and when_wrong(reply))
+
+
+def _rejects(learner, function, args, what, type_error_too=False):
+    """None when function(*args) raises ValueError (or a subclass; TypeError too where the value is
+    of the wrong kind), else what happened."""
+    reply = learner.call(function, *args)
+    if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
+        return None
+    if reply.failure is None:
+        return f"expected ValueError for {what}, but it returned {_came(reply.value)}"
+    if reply.kind in (None, "NotImplementedError", "BaseException"):
+        return reply.failure
+    return f"expected ValueError for {what}, but {reply.failure}"
+
+
+def _edited(reply, names):
+    if reply.failure:
+        return reply.failure
+    edited = [names[n] for n in reply.edited if isinstance(n, int) and 0 <= n < len(names)]
+    return (f"the inputs were edited in place ({', '.join(edited)} changed): work on copies"
+            if edited else None)
+
+
+def _on_the_lab_head(reply):
+    """The hint when attention raises on the lab's own head, which is valid."""
+    if reply.kind == "ValueError":
+        return ("the lab's head is valid input: is a check wrong, or the mask's polarity "
+                "inverted (allowed[i][j] True means query i MAY read source j)?")
+    if reply.error == "ZeroDivisionError":
+        return ("a row's sum of exponentials is 0: does the mask block every source of a row "
+                "(its polarity inverted?), or exp underflow for every allowed score?")
+    return None
+
+
+def _refused_shape(shape, v_width):
+    def hint(reply):
+        return (f"this head is valid: the mask is (number of queries, number of sources) = "
+                f"{shape} and need not be square, A is {shape} and Z = A·V is "
+                f"{shape}·({shape.split(', ')[1][:-1]}, {v_width}); does a check or a product "
+                f"assume a square head?"
+                if reply.kind not in ("NotImplementedError", "BaseException") else None)
+    return hint
+
+
+def _no_shift(reply):
+    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value):
+        return ("no shift: exp(−1000) underflows to 0 for every source; subtract the largest "
+                "allowed score before exp")
+    return None
+
+
+def _shift_not_largest(reply):
+    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
+        return ("the shift is not the largest allowed score: exp(1000 − 0) overflows; subtract "
+                "the largest allowed score before exp")
+    return None
+
+
+def _shift_over_blocked(reply):
+    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value) or \
+            reply.failure is None:
+        return ("the shift is the largest of every score, blocked ones too: exp(s − 1000) "
+                "underflows for every allowed source; subtract the largest allowed score")
+    return None
+
+
+def _large_scores(reply):
+    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
+        return ("without the largest allowed score subtracted first, exp(1000.7) overflows")
+    return None
+
+
+def _not_finite(value):
+    """A NaN or +∞ anywhere in an answer: what an overflow or a 0/0 leaves behind."""
+    if isinstance(value, dict):
+        return any(_not_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_not_finite(item) for item in value)
+    return isinstance(value, float) and (math.isnan(value) or value == math.inf)
+
+
+# Probe heads: (q, k, v, allowed), each a mistake's witness.
+WIDE = ([[1.0, 0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]],
+        [[1.0, 0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 1.0, 0.0],
+         [0.0, 0.0, 1.0, 1.0, 1.0]],
+        [[1.0], [2.0], [3.0], [4.0]], [[True] * 4] * 3)   # √5, √4 keys, √3 queries, √2 of X
+NON_SQUARE = ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+              [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[True, True, False], [True, True, True]])
+RECTANGLE = [[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]
+MIXED_MASK = [[True, False, True], [False, True, True], [True, True, False]]
+FUTURE_ABOVE = ([[1.0], [1.0]], [[0.0], [1000.0]], [[1.0], [2.0]], [[True, False], [True, True]])
+NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]],
+                   [[True, False], [True, True]])
+
+
+def _want(head_args):
+    """What ours gives on (q, k, v, allowed): scores before the mask, masked_scores, weights,
+    output, and where the mask blocks."""
+    q, k, v, allowed = head_args
+    cache = attend(q, k, v, allowed)
+    return {"scores": attend(q, k, v, lab06.everything_allowed(q, k))["scores"],
+            "masked_scores": cache["scores"], "weights": cache["weights"],
+            "output": cache["mixed"], "blocked": [[not ok for ok in row] for row in allowed]}
+
+
+def _all_parts(learner, args, when_raised=None):
+    """scores, masked_scores, weights and output on args, in that order: the first that differs."""
+    want = _want(args)
+    q, k, v, allowed = args
+    return (_part(learner, args, "scores", want["scores"], score_mistakes(q, k),
+                  when_raised=when_raised)
+            or _part(learner, args, "masked_scores", want["masked_scores"],
+                     lambda got: finite_stand_in(got, want["masked_scores"], allowed) or diagnose(
+                         got, want["masked_scores"],
+                         masked_score_mistakes(want["scores"], allowed)),
+                     want["blocked"], -math.inf)
+            or _part(learner, args, "weights", want["weights"], weight_mistakes(q, k, v, allowed),
+                     want["blocked"], 0.0)
+            or _part(learner, args, "output", want["output"],
+                     output_mistakes(want["weights"], k, v)))
+
+
+def lab_checks():
+    """[(name, check)] for the lab's own head, in the order of the computation; check(learner)
+    is None when the learner's file passes, else what is wrong and what it looks like."""
+    q, k, v, allowed = lab = lab06.projected()
+    want = _want(lab)
+    blocked = want["blocked"]
+    ln2 = math.log(2)
+
+    def baseline(part, mistakes, blocked_value=None):
+        return lambda learner: _part(learner, lab, part, want[part], mistakes,
+                                     blocked_value is not None and blocked or None,
+                                     blocked_value, _on_the_lab_head)
+
+    def intervention(change):
+        after = lab06.run(lab06.HEAD, [change])
+        args = (after["q"], after["k"], after["v"], after["allowed"])
+        return lambda learner: _all_parts(learner, args)
+
+    def rejects(what, args, type_error_too=False):
+        return (f"attention rejects {what}",
+                lambda learner: _rejects(learner, "attention", args, what, type_error_too))
+
+    def not_finite(name, at, value):
+        matrices = [[list(row) for row in m] for m in (q, k, v)]
+        matrices["QKV".index(name)][at[0]][at[1]] = value
+        return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
+                       (*matrices, allowed))
+
+    checks = [
+        ("matmul: Q = X·WQ", lambda learner: _product(learner, lab06.X, lab06.WQ, q)),
+        ("matmul: K = X·WK", lambda learner: _product(learner, lab06.X, lab06.WK, k)),
+        ("matmul: V = X·WV", lambda learner: _product(learner, lab06.X, lab06.WV, v)),
+        ("matmul: a (2, 3)·(3, 2) product", lambda learner: _product(
+            learner, RECTANGLE, NON_SQUARE[2], matmul(RECTANGLE, NON_SQUARE[2]))),
+        ("baseline scores = Q·Kᵀ/√2, before the mask",
+         baseline("scores", score_mistakes(q, k))),
+        ("baseline masked_scores: −∞ where blocked",
+         baseline("masked_scores", lambda got: finite_stand_in(got, want["masked_scores"],
+                                                               allowed) or diagnose(
+             got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed)),
+                  -math.inf)),
+        ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]",
+         lambda learner: _row(learner, [0.0, ln2, ln2], [True, True, False], [1 / 3, 2 / 3, 0.0])),
+        ("masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift",
+         lambda learner: _row(learner, [-1000.0, -1000.0 + ln2], [True, True],
+                              masked_softmax([-1000.0, -1000.0 + ln2], [True, True]), _no_shift)),
+        ("masked_softmax: [0, 1000] -> [0, 1], which needs the largest allowed score as the shift",
+         lambda learner: _row(learner, [0.0, 1000.0], [True, True], [0.0, 1.0],
+                              _shift_not_largest)),
+        ("masked_softmax: [0, ln 2, 1000] with the last blocked -> [1/3, 2/3, 0]",
+         lambda learner: _row(learner, [0.0, ln2, 1000.0], [True, True, False],
+                              [1 / 3, 2 / 3, 0.0], _shift_over_blocked)),
+        ("baseline weights: rows sum to 1, exactly 0.0 where blocked",
+         baseline("weights", weight_mistakes(q, k, v, allowed), 0.0)),
+        ("weights with allowed = [[T, F, T], [F, T, T], [T, T, F]]",
+         lambda learner: _part(learner, (q, k, v, MIXED_MASK), "weights",
+                               attend(q, k, v, MIXED_MASK)["weights"],
+                               weight_mistakes(q, k, v, MIXED_MASK),
+                               [[not ok for ok in row] for row in MIXED_MASK], 0.0)),
+        ("weights when a blocked (future) score is 1000 above the allowed one",
+         lambda learner: _part(learner, FUTURE_ABOVE, "weights", _want(FUTURE_ABOVE)["weights"],
+                               weight_mistakes(*FUTURE_ABOVE), _want(FUTURE_ABOVE)["blocked"],
+                               0.0, _shift_over_blocked)),
+        ("weights when every score is near −1e10: a blocked source still gets none",
+         lambda learner: _part(learner, NEAR_MINUS_1E10, "weights",
+                               _want(NEAR_MINUS_1E10)["weights"],
+                               weight_mistakes(*NEAR_MINUS_1E10),
+                               _want(NEAR_MINUS_1E10)["blocked"], 0.0)),
+        ("baseline output = weights·V",
+         baseline("output", output_mistakes(want["weights"], k, v))),
+        ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
+         lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
+                               score_mistakes(WIDE[0], WIDE[1]),
+                               when_raised=_refused_shape("(3, 4)", 1))),
+        ("a head of 2 queries and 3 sources: scores, masked_scores, weights and output",
+         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 2))),
+    ]
+    checks += [(f"{lab06.TITLES[key]}, every intermediate", intervention(change))
+               for key, change in lab06.INTERVENTIONS.items()]
+    checks += [
+        ("matmul rejects (1, 3)·(2, 1)", lambda learner: _rejects(
+            learner, "matmul", ([[1.0, 2.0, 3.0]], [[1.0], [2.0]]), "inner sizes that differ")),
+        ("matmul rejects a ragged matrix", lambda learner: _rejects(
+            learner, "matmul", ([[1.0, 2.0], [3.0]], [[1.0], [2.0]]), "a ragged matrix")),
+        ("masked_softmax rejects a row with nothing allowed", lambda learner: _rejects(
+            learner, "masked_softmax", ([1.0, 2.0], [False, False]),
+            "a row with nothing allowed (no fallback is invented)")),
+        rejects("a ragged matrix", ([[1.0, 0.0], [1.0], [1.0, 1.0]], k, v, allowed)),
+        rejects("an empty matrix", ([], k, v, [])),
+        rejects("query and key widths that differ", (q, [[1.0, 0.0, 0.0]] * 3, v, allowed)),
+        rejects("key and value counts that differ", (q, k, v[:2], allowed)),
+        rejects("a mask of the wrong size", (q, k, v, [[True, False], [True, True]])),
+        rejects("a mask entry that is not a bool", (q, k, v, [[True, False, False],
+                                                             [1, True, False],
+                                                             [True, True, True]]), True),
+        rejects("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
+                                                             [True, True, True]])),
+        not_finite("Q", (2, 1), math.nan),
+        not_finite("K", (1, 0), math.inf),
+        not_finite("V", (0, 1), math.nan),
+        rejects("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3,
+                                                     v, allowed)),
+        ("masked_softmax leaves scores and allowed as they were", lambda learner: _edited(
+            learner.call("masked_softmax", [0.0, ln2, ln2], [True, True, False]),
+            ("scores", "allowed"))),
+        ("attention leaves Q, K, V and allowed as they were", lambda learner: _edited(
+            learner.call("attention", *lab), ("Q", "K", "V", "allowed"))),
+        ("the baseline comes out the same when run again", lambda learner: _again(learner, lab)),
+        ("optional: adding [1, −2] to every value shifts each output by [1, −2]",
+         intervention(lab06.shift_values(lab06.VALUE_SHIFT))),
+        ("optional: adding 1000 to every score keeps the weights [1/4, 1/4, 1/2]",
+         lambda learner: _row(learner, [s + lab06.SCORE_OFFSET for s in want["scores"][2]],
+                              [True] * 3, want["weights"][2], _large_scores)),
+    ]
+    return checks
+
+
+def _again(learner, args):
+    first, again = learner.call("attention", *args), learner.call("attention", *args, fresh=True)
+    if first.failure or again.failure:
+        return first.failure or again.failure
+    return None if again.value == first.value else ("a second run gave other numbers: does the "
+                                                    "function keep state between calls?")
+
+
+def experiment_checks(head, changes=()):
+    """[(name, check)] for a head of your own and an intervention made of changes (of Q, K, V and
+    the mask): the projections, then every intermediate of the baseline and after the changes."""
+    q, k, v, _ = lab06.projected(head)
+    checks = [(f"matmul: {name} = X·W{name}", lambda learner, w=head[f"W{name}"], want=want:
+               _product(learner, head["X"], w, want))
+              for name, want in (("Q", q), ("K", k), ("V", v)) if name != "V" or "V" not in head]
+    runs = [("baseline", lab06.run(head))]
+    if changes:
+        runs.append((f"after {'; '.join(c.description for c in changes)}",
+                     lab06.run(head, changes)))
+    d = len(q[0])
+    for label, run in runs:
+        args = (run["q"], run["k"], run["v"], run["allowed"])
+        want = _want(args)
+        checks += [
+            (f"{label}: scores = Q·Kᵀ/√{d}, before the mask", lambda learner, a=args, w=want:
+             _part(learner, a, "scores", w["scores"], score_mistakes(a[0], a[1]))),
+            (f"{label}: masked_scores, −∞ where blocked", lambda learner, a=args, w=want: _part(
+                learner, a, "masked_scores", w["masked_scores"],
+                lambda got: finite_stand_in(got, w["masked_scores"], a[3]) or diagnose(
+                    got, w["masked_scores"], masked_score_mistakes(w["scores"], a[3])),
+                w["blocked"], -math.inf)),
+            (f"{label}: weights, exactly 0.0 where blocked", lambda learner, a=args, w=want:
+             _part(learner, a, "weights", w["weights"], weight_mistakes(*a), w["blocked"], 0.0)),
+            (f"{label}: output = weights·V", lambda learner, a=args, w=want: _part(
+                learner, a, "output", w["output"], output_mistakes(w["weights"], a[1], a[2]))),
+        ]
+    return checks
+
+
+def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
+    """The report, a line a check and a last line that counts them, and whether every check passed.
+    With a head or changes, that head's checks; else the lab's. Limits in seconds (CALL_LIMIT and
+    TOTAL_LIMIT by default). Raises ValueError when path is not a file to grade."""
+    if os.path.isdir(path):
+        raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
+    if not os.path.lexists(path):
+        raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
+    if not os.path.isfile(path):
+        raise ValueError(f"cannot grade {path}: it is not a regular file, expected a Python file")
+    with open(path, "rb") as f:       # here, so that an unreadable file is one line, not a FAIL
+        if len(f.read(MAX_FILE + 1)) > MAX_FILE:
+            raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
+    checks = (experiment_checks(head or lab06.HEAD, changes) if head is not None or changes
+              else lab_checks())
+    name = os.path.basename(path)
+    lines, passed, stopped, current = [], 0, None, f"importing {name}"
+    process = LearnerProcess(path, call_limit or CALL_LIMIT, total_limit or TOTAL_LIMIT)
+    try:
+        learner = Learner(process, name)
+        failure = learner.load()
+        if failure:
+            lines.append(f"FAIL  {current}: {failure}")
+            stopped = "the file could not be imported, so no check ran"
+        for check_name, check in checks if not failure else ():
+            current = check_name
+            try:
+                problem = check(learner)
+            except RecursionError:      # an answer nested almost as deep as JSON allows
+                problem = "the answer is nested too deeply to be a matrix"
+            lines.append(f"PASS  {check_name}" if problem is None
+                         else f"FAIL  {check_name}: {problem}")
+            passed += problem is None
+    except Stopped as stop:
+        left = len(checks) - len(lines) - (current != f"importing {name}")
+        lines.append(f"FAIL  {current}: {stop}")
+        stopped = f"the learner's process was stopped, so the last {left} did not run"
+    finally:
+        process.stop()
+    summary = f"{passed} of {len(checks)} checks pass"
+    if passed < len(checks):
+        summary += f"; {stopped}" if stopped else ""
+        summary += ": fix the first FAIL and grade again"
+    return lines + [summary], passed == len(checks)

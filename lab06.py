@@ -5,8 +5,8 @@ piece of it at a time. The library that the lab's command line (perturb_attentio
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
 WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions. Row indices in the records are
-0-based; the lab's names (v₂, q₃, z₃) and the positions the interventions take count from 1. One
-head, after projection only: no bias, dropout, normalization, residual or output projection.
+0-based; the lab's names (v₂, q₃, z₃) and the positions the interventions take count from 1.
+One head, after projection only: no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
 what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
@@ -18,24 +18,33 @@ The lab's names for the core's: its "scores" are the scores before the mask (raw
 with nothing blocked), its "masked_scores" the core's `scores`, its "output" the core's `mixed`.
 
     projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
+    run(head, changes)                every intermediate of a head after changes, from fresh copies
     baseline(head)                    Q, K, V, scores, masked_scores, weights, output
-    buggy_post_softmax(q, k, v, allowed)   the bug's (weights, output)
-    intervene(change, base, head)     one intervention on fresh copies, compared with the baseline
+    buggy_post_softmax(q, k, v, allowed)          the bug's (weights, output)
+    softmax_over_destinations(q, k, v, allowed)   the other axis: each column's softmax
+    intervene(changes, base, head)    one intervention on fresh copies, compared with the baseline
     lab()                             everything perturb-trace.json records
-    read_head(path)                   a head of your own, from a JSON file
-    ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j)
-                                      an intervention on any head, positions counted from 1
-    experiment(head, changes, bug)    a head, one intervention made of changes, and the bug
-    cases(result, head, changes)      each map a view of a result shows, in order
+    read_head(path), with_values(head, values)    a head of your own; values of your own
+    ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j), shift_values(shift)
+                                      changes of Q, K, V or the mask, positions counted from 1
+    offset_scores(i, c), set_weights(i, weights)  changes of row i's scores or weights
+    experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
+    exact_fraction(x)                 the small fraction a float stands for, or None
+
+A change is applied where it acts: the changes of Q, K, V and the mask first, in the order given,
+then attend; a score change redoes the softmax of its row, a weight change the mixture. The bugs
+follow the changes of Q, K, V and the mask (a score or weight change is made to the correct
+procedure alone).
 """
 
 import json
 import math
 import os
+from fractions import Fraction
 from math import fsum
 
-from attention import attend, causal_mask, masked_softmax, matmul
-from checks import check_matrix
+from attention import attend, causal_mask, masked_softmax, matmul, transpose
+from checks import check_matrix, check_number
 from golden import changed_rows
 from safe_io import read_text
 from views import number
@@ -53,13 +62,29 @@ EQUAL_MIXTURE_VALUES = [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]]    # two maps with o
 EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
+MAX_DENOMINATOR = 100                 # a fraction shown as exact has at most this denominator
+EXACT = 1e-12                         # ... and the float lies this close to it
+
+
+def exact_fraction(x):
+    """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within EXACT of, or
+    None: what a view may show as exact.
+
+    >>> exact_fraction(1 / 3), exact_fraction(2.0), exact_fraction(math.log(2))
+    (Fraction(1, 3), Fraction(2, 1), None)
+    """
+    if not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
+    return fraction if abs(Fraction(x) - fraction) <= EXACT else None
 
 
 def projected(head=HEAD):
-    """Fresh Q = X·WQ, K = X·WK, V = X·WV and a copy of the allowed mask: new lists on every
-    call. The lab's head by default: each (3, 2), and the causal (3, 3) mask."""
-    return (matmul(head["X"], head["WQ"]), matmul(head["X"], head["WK"]),
-            matmul(head["X"], head["WV"]), [list(row) for row in head["allowed"]])
+    """Fresh Q = X·WQ, K = X·WK, V = X·WV (or the head's own "V") and a copy of the allowed mask:
+    new lists on every call. The lab's head by default: each (3, 2), and the causal (3, 3) mask."""
+    v = ([list(row) for row in head["V"]] if "V" in head else matmul(head["X"], head["WV"]))
+    return (matmul(head["X"], head["WQ"]), matmul(head["X"], head["WK"]), v,
+            [list(row) for row in head["allowed"]])
 
 
 def everything_allowed(q, k):
@@ -77,26 +102,72 @@ def buggy_post_softmax(q, k, v, allowed):
     return weights, matmul(weights, v)
 
 
+def softmax_over_destinations(q, k, v, allowed):
+    """The softmax taken over the wrong axis: each column's, over the destinations (queries)
+    allowed to read that source, so that each column sums to 1 and the rows do not. A source that
+    no query may read gets no weight. Returns (weights, output)."""
+    masked_scores = attend(q, k, v, allowed)["scores"]
+    columns = [masked_softmax(column, ok) if any(ok) else [0.0] * len(column)
+               for column, ok in zip(transpose(masked_scores), transpose(allowed))]
+    weights = transpose(columns)
+    return weights, matmul(weights, v)
+
+
+BUGS = {"post-softmax": ("buggy_post_softmax", buggy_post_softmax),
+        "destinations": ("softmax_over_destinations", softmax_over_destinations)}
+
+
+def _stage(change):
+    return getattr(change, "stage", "inputs")
+
+
+def run(head=HEAD, changes=()):
+    """Every intermediate of a head after changes, from fresh copies: q, k, v, allowed, scores
+    (before the mask), masked_scores, weights and output. The changes of Q, K, V and the mask go
+    first, in order, then attend; score changes redo their rows' softmax with the core's
+    masked_softmax, weight changes the mixture with the core's matmul."""
+    q, k, v, allowed = projected(head)
+    for change in changes:
+        if _stage(change) == "inputs":
+            change(q, k, v, allowed)
+    cache = attend(q, k, v, allowed)
+    scores = attend(q, k, v, everything_allowed(q, k))["scores"]
+    masked_scores, weights, output = cache["scores"], cache["weights"], cache["mixed"]
+    score_changes = [change for change in changes if _stage(change) == "scores"]
+    weight_changes = [change for change in changes if _stage(change) == "weights"]
+    if score_changes:
+        scores, masked_scores = [list(r) for r in scores], [list(r) for r in masked_scores]
+        for change in score_changes:
+            change(scores, allowed)
+            change(masked_scores, allowed)
+        weights = [masked_softmax(row, ok) for row, ok in zip(masked_scores, allowed)]
+    if weight_changes:
+        weights = [list(row) for row in weights]
+        for change in weight_changes:
+            change(weights, allowed)
+    if score_changes or weight_changes:
+        output = matmul(weights, v)
+    return {"q": q, "k": k, "v": v, "allowed": allowed, "scores": scores,
+            "masked_scores": masked_scores, "weights": weights, "output": output}
+
+
 def baseline(head=HEAD):
     """Q, K, V, the scores before and after the mask, the weights and the output of a head."""
-    q, k, v, allowed = projected(head)
-    cache = attend(q, k, v, allowed)
-    raw_scores = attend(q, k, v, everything_allowed(q, k))["scores"]
-    return {"Q": q, "K": k, "V": v, "scores": raw_scores, "masked_scores": cache["scores"],
-            "weights": cache["weights"], "output": cache["mixed"]}
+    first = run(head)
+    return {"Q": first["q"], "K": first["k"], "V": first["v"], "scores": first["scores"],
+            "masked_scores": first["masked_scores"], "weights": first["weights"],
+            "output": first["output"]}
 
 
-def intervene(change, base, head=HEAD):
-    """Apply change(q, k, v, allowed) to fresh copies, run attend, and compare with the baseline."""
-    q, k, v, allowed = projected(head)
-    change(q, k, v, allowed)
-    cache = attend(q, k, v, allowed)
-    return {"weights": cache["weights"], "output": cache["mixed"],
-            "weight_rows_changed": changed_rows(base["weights"], cache["weights"]),
-            "output_rows_changed": changed_rows(base["output"], cache["mixed"])}
+def intervene(changes, base, head=HEAD):
+    """Apply changes to fresh copies, run the head, and compare with the baseline."""
+    after = run(head, changes)
+    return {"weights": after["weights"], "output": after["output"],
+            "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
+            "output_rows_changed": changed_rows(base["output"], after["output"])}
 
 
-# ---- interventions on any head, positions counted from 1 as the lab counts them --------------
+# ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def subscript(n):
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
@@ -107,6 +178,21 @@ def _index(n, count, what):
     if not 1 <= n <= count:
         raise ValueError(f"{what} {n} is not a position of this head: expected 1 to {count}")
     return n - 1
+
+
+def vector_text(values, shown=lambda x: number(x, 4)):
+    """A vector as a view writes it, each number as shown writes it (4 decimals by default).
+
+    >>> vector_text([1.0, 0.375]), vector_text([1.0, 0.375, 2 ** 0.5], short)
+    ('[1.0000, 0.3750]', '[1, 3/8, 1.41421]')
+    """
+    return "[" + ", ".join(shown(v) for v in values) + "]"
+
+
+def short(x):
+    """A number as a change's description writes it: a small fraction where exact, else 6 digits."""
+    fraction = exact_fraction(x)
+    return f"{x:g}" if fraction is None else str(fraction)
 
 
 def ablate_value(j):
@@ -124,7 +210,7 @@ def set_query(i, values):
             raise ValueError(f"query {i} needs {len(q[0])} numbers for this head, "
                              f"got {len(values)}")
         q[_index(i, len(q), "query")] = list(values)
-    change.description = f"q{subscript(i)} := [{', '.join(f'{x:g}' for x in values)}]"
+    change.description = f"q{subscript(i)} := {vector_text(values, short)}"
     return change
 
 
@@ -150,6 +236,48 @@ def block(i, j):
     return change
 
 
+def shift_values(shift):
+    """v_j := v_j + shift for every j: one vector added to every value, the scores untouched."""
+    def change(q, k, v, allowed):
+        if len(shift) != len(v[0]):
+            raise ValueError(f"the shift needs {len(v[0])} numbers for this head, got {len(shift)}")
+        for row in v:
+            row[:] = [a + b for a, b in zip(row, shift)]
+    change.description = f"every v_j := v_j + {vector_text(shift, short)}"
+    return change
+
+
+def offset_scores(i, c):
+    """Add c to every score of row i (a blocked one stays −∞), then take that row's softmax
+    again. A stable softmax gives the same weights, up to the rounding of s + c."""
+    def change(scores, allowed):
+        at = _index(i, len(scores), "row")
+        scores[at] = [s + c for s in scores[at]]
+    change.stage = "scores"
+    change.description = f"row {i}'s scores + {c:g}"
+    return change
+
+
+def set_weights(i, weights):
+    """a_i := weights after the softmax, a map of your own for row i; the mixture is taken again.
+    Raises ValueError for a row of the wrong length, a number that is not finite, or a weight on a
+    source the mask blocks."""
+    def change(all_weights, allowed):
+        at = _index(i, len(all_weights), "row")
+        if len(weights) != len(all_weights[at]):
+            raise ValueError(f"row {i} needs {len(all_weights[at])} weights for this head, "
+                             f"got {len(weights)}")
+        for j, (w, ok) in enumerate(zip(weights, allowed[at])):
+            check_number(f"weight {j + 1} of row {i}", w)
+            if w and not ok:
+                raise ValueError(f"query {i} may not read source {j + 1}: its weight must be 0, "
+                                 f"got {w:g}")
+        all_weights[at] = [float(w) for w in weights]
+    change.stage = "weights"
+    change.description = f"a{subscript(i)} := {vector_text(weights, short)}"
+    return change
+
+
 INTERVENTIONS = {"value_ablation": ablate_value(2), "query_perturbation": set_query(3, [1.0, 0.0]),
                  "connection_removal": block(3, 2), "future_key_perturbation": scale_key(3, 2.0)}
 TITLES = {"value_ablation": "value ablation: v₂ := 0",
@@ -163,23 +291,22 @@ def lab():
     first = baseline()
     buggy_weights, buggy_output = buggy_post_softmax(*projected())
 
-    interventions = {name: intervene(change, first) for name, change in INTERVENTIONS.items()}
-    q, k, v, allowed = projected()
-    INTERVENTIONS["future_key_perturbation"](q, k, v, allowed)
+    interventions = {name: intervene([change], first) for name, change in INTERVENTIONS.items()}
+    doubled = run(HEAD, [INTERVENTIONS["future_key_perturbation"]])
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
-        q, k, v, allowed)[1]
+        doubled["q"], doubled["k"], doubled["v"], doubled["allowed"])[1]
 
     # Checks: the same weights with every value shifted; two different maps with one mixture; and
     # the softmax's indifference to a constant added to a row.
-    q, k, v, allowed = projected()
-    shifted = [[a + b for a, b in zip(row, VALUE_SHIFT)] for row in v]
-    offset_weights = [masked_softmax([s + SCORE_OFFSET for s in row], ok)
-                      for row, ok in zip(first["masked_scores"], allowed)]
+    shifted = run(HEAD, [shift_values(VALUE_SHIFT)])
+    offset_weights = run(HEAD, [offset_scores(i, SCORE_OFFSET)
+                                for i in range(1, len(X) + 1)])["weights"]
     checks = {
         "shared_value_shift": {
             "shift": VALUE_SHIFT,
-            "output": attend(q, k, shifted, allowed)["mixed"],
-            "buggy_output": buggy_post_softmax(q, k, shifted, allowed)[1],
+            "output": shifted["output"],
+            "buggy_output": buggy_post_softmax(shifted["q"], shifted["k"], shifted["v"],
+                                               shifted["allowed"])[1],
         },
         "equal_mixtures": {
             "values": EQUAL_MIXTURE_VALUES,
@@ -212,9 +339,9 @@ def lab():
 # ---- experiments of your own: any head, any intervention -------------------------------------
 
 def read_head(path):
-    """A head from a JSON file {"X": …, "WQ": …, "WK": …, "WV": …} with an optional "allowed"
-    (default: causal). Any number of positions and any widths that fit; raises ValueError naming
-    the file and what is wrong, with the lab's rejections."""
+    """A head from a JSON file {"X": …, "WQ": …, "WK": …, "WV": …} with an optional
+    "allowed" (default: causal). Any number of positions and any widths that fit; raises
+    ValueError naming the file and what is wrong, with the lab's rejections."""
     name = os.path.basename(path)
     try:
         data = json.loads(read_text(path))
@@ -245,81 +372,122 @@ def read_head(path):
     return head
 
 
-def experiment(head, changes, bug):
-    """The head and its baseline; with changes (from ablate_value, set_query, scale_key, block),
-    the one intervention they make together, applied in order to fresh copies; with bug, the buggy
-    procedure on the baseline."""
+def with_values(head, values):
+    """The head with values of your own: V := values (one row per position) in place of X·WV, for
+    the baseline and every change. Raises ValueError when they do not fit the head."""
+    check_matrix("V", values)
+    if len(values) != len(head["X"]):
+        raise ValueError(f"V needs one row per position of the head ({len(head['X'])}), "
+                         f"got {len(values)} rows")
+    own = {**head, "V": [[float(x) for x in row] for row in values]}
+    attend(*projected(own))               # the lab's rejections, here as for a head file
+    return own
+
+
+def experiment(head, changes=(), bugs=()):
+    """The head and its baseline; with changes (ablate_value, set_query, scale_key, block,
+    shift_values, offset_scores, set_weights), the one intervention they make together; with bugs
+    (names in BUGS), each buggy procedure, after the changes of Q, K, V and the mask when there are
+    any, with the rows that changed from the same procedure on the unchanged head."""
     base = baseline(head)
     result = {"head": head, "baseline": base}
+    after = run(head, changes)
     if changes:
-        def change(q, k, v, allowed):
-            for one in changes:
-                one(q, k, v, allowed)
-        result["intervention"] = intervene(change, base, head)
-        result["intervention"]["changes"] = [one.description for one in changes]
-        q, k, v, allowed = projected(head)
-        change(q, k, v, allowed)
-        result["intervention"]["buggy_output"] = buggy_post_softmax(q, k, v, allowed)[1]
-    if bug:
-        weights, output = buggy_post_softmax(*projected(head))
-        result["buggy_post_softmax"] = {"weights": weights, "row_sums": [fsum(r) for r in weights],
-                                        "output": output}
+        result["intervention"] = intervene(changes, base, head)
+        result["intervention"]["changes"] = [change.description for change in changes]
+        result["intervention"]["buggy_output"] = buggy_post_softmax(
+            after["q"], after["k"], after["v"], after["allowed"])[1]
+    for bug in bugs:
+        key, procedure = BUGS[bug]
+        weights, output = procedure(*projected(head))
+        section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
+        if bug == "destinations":
+            section["column_sums"] = [fsum(column) for column in transpose(weights)]
+        section["output"] = output
+        if changes:
+            new_weights, new_output = procedure(after["q"], after["k"], after["v"],
+                                                after["allowed"])
+            section = {"changes": result["intervention"]["changes"], "weights": new_weights,
+                       "row_sums": [fsum(row) for row in new_weights]}
+            if bug == "destinations":
+                section["column_sums"] = [fsum(column) for column in transpose(new_weights)]
+            section.update({"output": new_output, "baseline_weights": weights,
+                            "baseline_output": output,
+                            "weight_rows_changed": changed_rows(weights, new_weights),
+                            "output_rows_changed": changed_rows(output, new_output)})
+        result[key] = section
     return result
 
 
 # ---- what a view shows -------------------------------------------------------------------------
+
+BUG_TITLES = {"post-softmax": "buggy: softmax, then zero the future",
+              "destinations": "buggy: softmax over the destinations (each column)"}
+
 
 def position_labels(T):
     """x₁ … x_T: positions counted from 1, as the lab counts them."""
     return [f"x{subscript(i + 1)}" for i in range(T)]
 
 
+def _blocked(allowed):
+    return [[not ok for ok in row] for row in allowed]
+
+
 def cases(result, head=HEAD, changes=()):
-    """Each map a view shows, as a dict: key (baseline, an intervention's name, intervention or
-    bug), change (what was applied to fresh copies, or None), title, subtitle, weights, output,
-    hatched (blocked by the mask), zeroed (set to 0 after the softmax), and the rows of A and Z that
-    changed from the baseline. For the lab's result, or an experiment's with the changes it made
-    (the views of perturb_attention.py and explorer.py show them)."""
-    def blocked_after(change=None):
-        q, k, v, allowed = projected(head)
-        if change:
-            change(q, k, v, allowed)
-        return [[not ok for ok in row] for row in allowed]
-
-    def combined(q, k, v, allowed):
-        for change in changes:
-            change(q, k, v, allowed)
-
+    """Each map a view shows, as a dict: key (baseline, an intervention's name, intervention, or a
+    bug's name as --bug takes it), changes (what was applied to fresh copies), title, subtitle, scores (masked; None
+    for a bug), weights, output, hatched (blocked by the mask), zeroed (set to 0 after the
+    softmax), the rows of A and Z that changed, and before (the case it is compared with, or
+    None). For the lab's result, or an experiment's with the changes it made; the views of
+    perturb_attention.py and explorer.py show them."""
     base = result["baseline"]
-    T = len(base["weights"])
-    found = [{"key": "baseline", "change": None, "title": "baseline", "subtitle": "",
-              "weights": base["weights"],
-              "output": base["output"], "hatched": blocked_after(), "zeroed": None,
-              "weight_rows": [], "output_rows": []}]
+    labels = position_labels(len(base["weights"]))
+
+    def rows_text(rows):
+        return ", ".join(labels[i] for i in rows) or "none"
+
+    found = [{"key": "baseline", "changes": [], "title": "baseline", "subtitle": "",
+              "scores": base["masked_scores"],
+              "weights": base["weights"], "output": base["output"],
+              "hatched": _blocked(run(head)["allowed"]), "zeroed": None, "weight_rows": [],
+              "output_rows": [], "before": None}]
     if "interventions" in result:
-        runs = [(key, TITLES[key], INTERVENTIONS[key], result["interventions"][key])
+        runs = [(key, TITLES[key], [INTERVENTIONS[key]], result["interventions"][key])
                 for key in TITLES]
     elif "intervention" in result:
-        runs = [("intervention", "; ".join(result["intervention"]["changes"]), combined,
+        runs = [("intervention", "; ".join(result["intervention"]["changes"]), list(changes),
                  result["intervention"])]
     else:
         runs = []
-    labels = position_labels(T)
-    for key, title, change, run in runs:
-        rows = ", ".join(labels[i] for i in run["output_rows_changed"]) or "none"
-        found.append({"key": key, "change": change, "title": title,
-                      "subtitle": f"Z changed at {rows}", "weights": run["weights"],
-                      "output": run["output"], "hatched": blocked_after(change), "zeroed": None,
-                      "weight_rows": run["weight_rows_changed"],
-                      "output_rows": run["output_rows_changed"]})
-    if "buggy_post_softmax" in result:
-        bug = result["buggy_post_softmax"]
-        found.append({"key": "bug", "change": None, "title": "buggy: softmax, then zero the future",
-                      "subtitle": f"row sums {_vector(bug['row_sums'])}", "weights": bug["weights"],
-                      "output": bug["output"], "hatched": [[False] * T for _ in range(T)],
-                      "zeroed": blocked_after(), "weight_rows": [], "output_rows": []})
+    for key, title, its_changes, its_run in runs:
+        after = run(head, its_changes)
+        found.append({"key": key, "changes": its_changes, "title": title,
+                      "subtitle": f"Z changed at {rows_text(its_run['output_rows_changed'])}",
+                      "scores": after["masked_scores"], "weights": its_run["weights"],
+                      "output": its_run["output"], "hatched": _blocked(after["allowed"]),
+                      "zeroed": None, "weight_rows": its_run["weight_rows_changed"],
+                      "output_rows": its_run["output_rows_changed"], "before": found[0]})
+    allowed = _blocked(run(head, changes)["allowed"])
+    for bug, (key, _) in BUGS.items():
+        if key not in result:
+            continue
+        bug_run = result[key]
+        subtitle = f"row sums {vector_text(bug_run['row_sums'])}"
+        if "column_sums" in bug_run:
+            subtitle = f"column sums {vector_text(bug_run['column_sums'])}; " + subtitle
+        title, before = BUG_TITLES[bug], None
+        if "changes" in bug_run:
+            title += f", after {'; '.join(bug_run['changes'])}"
+            subtitle += f"; Z changed at {rows_text(bug_run['output_rows_changed'])}"
+            before = {"scores": None, "weights": bug_run["baseline_weights"],
+                      "output": bug_run["baseline_output"]}
+        zeroed = bug == "post-softmax"
+        found.append({"key": bug, "changes": list(changes), "title": title,
+                      "subtitle": subtitle, "scores": None,
+                      "weights": bug_run["weights"], "output": bug_run["output"],
+                      "hatched": [[False] * len(row) for row in allowed] if zeroed else allowed,
+                      "zeroed": allowed if zeroed else None,
+                      "weight_rows": bug_run.get("weight_rows_changed", []),
+                      "output_rows": bug_run.get("output_rows_changed", []), "before": before})
     return found
-
-
-def _vector(values):
-    return "[" + ", ".join(number(v, 4) for v in values) + "]"

@@ -3,37 +3,44 @@
     python3 perturb_attention.py            print the lab's trace as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
-    python3 perturb_attention.py --table    Q, K, V, S, A and Z, then each change's rows in full
+    python3 perturb_attention.py --table    Q, K, V, S, each row's softmax sum, A (also as
+                                            fractions), Z and z_i as its scaled value vectors;
+                                            then each change's rows in full
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
-    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py)
-    python3 perturb_attention.py --head FILE [--ablate-value J] [--set-query I=a,b]
-                                 [--scale-key J=c] [--block I,J] [--bug post-softmax]
-                                            a head and an intervention of your own
+    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py), on
+                                            the lab's head or on --head FILE with the changes below
+    python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
+        [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
+        [--offset-scores I=c] [--set-weights I=a,b,c] [--bug post-softmax|destinations]
+                                            a head, an intervention and the bugs of your own
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
-WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the output are
-0-based. One head, after projection only: no bias, dropout, normalization, residual or output
-projection.
+WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the JSON are 0-based,
+positions in the flags, the views and the messages count from 1. One head, after projection only:
+no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
 what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
 buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
-lower-triangular matrix of weights does not prove the computation was causal. Every number goes
-through `attend`, the core the lesson's layer uses.
+lower-triangular matrix of weights does not prove the computation was causal; with changes, it
+follows them. Every number goes through `attend`, the core the lesson's layer uses. A view shows a
+number as a fraction only where it lies within 1e-12 of one with a denominator of at most 100.
 """
 
 import argparse
+import math
 import os
 import sys
+from fractions import Fraction
 
 import lab06
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
 from explorer import lab_page
 from golden import rounded, to_json, write_or_check
-from lab06 import DIGITS, HEAD, cases, position_labels
+from lab06 import DIGITS, HEAD, cases, position_labels, subscript, vector_text
 from views import heatmaps_svg, number, panel, text_table
 
 TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perturb-trace.json")
@@ -41,38 +48,38 @@ TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perturb-t
 
 # ---- views for a person -----------------------------------------------------------------------
 
-def lab_table(result, head=HEAD, changes=()):
-    """The baseline's Q, K, V, S, A and Z as aligned tables, then for each intervention and the
-    bug the rows of A and Z that changed, in full."""
-    base = result["baseline"]
-    labels = position_labels(len(base["Q"]))
-    found = cases(result, head, changes)
-    lines = ["baseline (rows: positions; A and S columns: the sources attended to)"]
-    for name, matrix, columns in (
-            ("Q", base["Q"], None), ("K", base["K"], None), ("V", base["V"], None),
-            ("S = Q·Kᵀ/√d, −∞ where masked", base["masked_scores"], labels),
-            ("A = softmax of each row of S", _shown(found[0]), labels),
-            ("Z = A·V", base["output"], None)):
-        columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
-        lines += [name, text_table(labels, columns, matrix), ""]
-    for case in found[1:]:
-        lines.append(f"{case['title']} ({case['subtitle']})" if case["subtitle"] else case["title"])
-        a_rows, z_rows = case["weight_rows"] or [], case["output_rows"] or []
-        if case["zeroed"]:
-            a_rows = z_rows = list(range(len(labels)))
-        for name, rows, matrix, columns in (("A", a_rows, _shown(case), labels),
-                                            ("Z", z_rows, case["output"], None)):
-            columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
-            if rows:
-                lines += [f"  {name}, every row:" if case["zeroed"] else
-                          f"  {name}, the rows that changed:",
-                          text_table([labels[i] for i in rows], columns, [matrix[i] for i in rows])]
-            else:
-                lines.append(f"  {name}: no row changed")
-        lines.append("")
-    if "baseline_unchanged" in result:
-        lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
-    return "\n".join(lines).rstrip("\n") + "\n"
+def exact(x):
+    """A number as the Part 1 views write it: its small fraction if it has one, else 4 decimals."""
+    fraction = lab06.exact_fraction(x)
+    return str(fraction) if fraction is not None else number(x)
+
+
+def softmax_sums(case, labels):
+    """Each row's allowed sources, exp of each of their scores before any shift, and the sum: the
+    softmax's denominator (2, 3 and 8 for the lab's head)."""
+    rows = []
+    for scores, hatched in zip(case["scores"], case["hatched"]):
+        reads = [j for j, h in enumerate(hatched) if not h]
+        try:
+            exps = [math.exp(scores[j]) for j in reads]
+            shown = [", ".join(exact(e) for e in exps), exact(math.fsum(exps))]
+        except OverflowError:
+            shown = ["beyond float range", "beyond float range: the shift is what makes it work"]
+        rows.append([", ".join(labels[j] for j in reads)] + shown)
+    return text_table(labels, ["reads", "exp of each score", "sum"], rows)
+
+
+def scaled_values(case, values, labels):
+    """z_i = Σ a_ij·v_j written out: each weight times its value vector, then their sum."""
+    lines = []
+    for i, (weights, hatched, z) in enumerate(zip(case["weights"], case["hatched"],
+                                                  case["output"])):
+        reads = [j for j, h in enumerate(hatched) if not h]
+        terms = " + ".join(f"{exact(weights[j])}·{vector_text(values[j], exact)}" for j in reads)
+        products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact) for j in reads)
+        lines.append(f"z{subscript(i + 1)} = {terms} = "
+                     + (f"{products} = " if len(reads) > 1 else "") + vector_text(z, exact))
+    return "\n".join(lines)
 
 
 def _shown(case):
@@ -80,6 +87,76 @@ def _shown(case):
     marks = case["zeroed"] or case["hatched"]
     return [["0" if m or h else w for w, m, h in zip(row, m_row, h_row)]
             for row, m_row, h_row in zip(case["weights"], marks, case["hatched"])]
+
+
+def _changes_of_z(case, labels):
+    """z_i before → after for each row of Z that changed, and how far it moved."""
+    lines = []
+    for i in case["output_rows"]:
+        old, new = case["before"]["output"][i], case["output"][i]
+        lines.append(f"  z{subscript(i + 1)}: {vector_text(old, exact)} → {vector_text(new, exact)}, "
+                     f"moved by {vector_text([b - a for a, b in zip(old, new)], exact)}")
+    for name, key, rows in (("A", "weights", case["weight_rows"]),
+                            ("Z", "output", case["output_rows"])):
+        largest = max((abs(b - a) for i in rows for a, b in
+                       zip(case["before"][key][i], case[key][i])), default=0.0)
+        if rows and largest < 1e-9:
+            lines.append(f"  ({name} moved by at most {largest:.2g}: rounding alone)")
+    return lines
+
+
+def lab_table(result, head=HEAD, changes=()):
+    """The baseline's Q, K, V, S, each row's softmax sum, A (also as fractions), Z and z_i as its
+    scaled value vectors, as aligned tables; then for each intervention and bug the rows of S, A
+    and Z that changed, in full, and how each z_i moved."""
+    base = result["baseline"]
+    labels = position_labels(len(base["Q"]))
+    found = cases(result, head, changes)
+    lines = ["baseline (rows: positions; A and S columns: the sources attended to)"]
+    for name, matrix, columns in (
+            ("Q", base["Q"], None), ("K", base["K"], None), ("V", base["V"], None),
+            ("S = Q·Kᵀ/√d, −∞ where masked", base["masked_scores"], labels),
+            ("softmax of each row: the sources it reads, exp of each score before any shift, and "
+             "their sum", None, None),
+            ("A = softmax of each row of S", _shown(found[0]), labels),
+            ("A as fractions", [[exact(w) if isinstance(w, float) else w for w in row]
+                                for row in _shown(found[0])], labels),
+            ("Z = A·V", base["output"], None),
+            ("z_i = Σ a_ij·v_j over the sources row i reads", None, None)):
+        if matrix is None:
+            view = (softmax_sums(found[0], labels) if name.startswith("softmax")
+                    else scaled_values(found[0], base["V"], labels))
+            lines += [name, view, ""]
+            continue
+        columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
+        lines += [name, text_table(labels, columns, matrix), ""]
+    for case in found[1:]:
+        lines.append(f"{case['title']} ({case['subtitle']})" if case["subtitle"] else case["title"])
+        every_row = case["zeroed"] is not None or case["scores"] is None
+        a_rows = z_rows = list(range(len(labels)))
+        if not every_row:
+            a_rows, z_rows = case["weight_rows"], case["output_rows"]
+            s_rows = [i for i, (a, b) in enumerate(zip(case["before"]["scores"], case["scores"]))
+                      if a != b]
+            if s_rows:
+                lines += ["  S, the rows that changed:",
+                          text_table([labels[i] for i in s_rows], labels,
+                                     [case["scores"][i] for i in s_rows])]
+        for name, rows, matrix, columns in (("A", a_rows, _shown(case), labels),
+                                            ("Z", z_rows, case["output"], None)):
+            columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
+            if rows:
+                lines += [f"  {name}, every row:" if every_row else
+                          f"  {name}, the rows that changed:",
+                          text_table([labels[i] for i in rows], columns, [matrix[i] for i in rows])]
+            else:
+                lines.append(f"  {name}: no row changed")
+        if case["before"] is not None:
+            lines += _changes_of_z(case, labels)
+        lines.append("")
+    if "baseline_unchanged" in result:
+        lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def lab_svg(result, head=HEAD, changes=()):
@@ -93,94 +170,164 @@ def lab_svg(result, head=HEAD, changes=()):
                                      "outlined: the rows of A and of Z that changed.")
 
 
-def main(argv=None):
-    parser = trace_parser("Lab 06: compute one attention head, then perturb it. Positions in the "
-                          "intervention flags count from 1, as the lab does.", TRACE_PATH)
-    parser.add_argument("--scaffold", metavar="FILE",
-                        help="write a starter tiny_attention.py to fill in (never overwrites)")
-    parser.add_argument("--grade", metavar="FILE",
-                        help="check your own tiny_attention.py, one PASS or FAIL line per check")
-    parser.add_argument("--head", metavar="FILE",
-                        help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
-                             'with an optional "allowed" (default causal)')
-    parser.add_argument("--ablate-value", metavar="J", type=_ablate_value, action="append",
-                        dest="changes", help="v_J := 0 (repeatable)")
-    parser.add_argument("--set-query", metavar="I=a,b,...", type=_set_query, action="append",
-                        dest="changes", help="q_I := [a, b, ...] (repeatable)")
-    parser.add_argument("--scale-key", metavar="J=c", type=_scale_key, action="append",
-                        dest="changes", help="k_J := c·k_J (repeatable)")
-    parser.add_argument("--block", metavar="I,J", type=_block, action="append",
-                        dest="changes", help="query I may no longer read source J (repeatable)")
-    parser.add_argument("--bug", choices=["post-softmax"],
-                        help="also show the buggy procedure: softmax, then zero the future")
-    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
-    args = parse_trace_args(parser, argv, other_inputs=(
-        "scaffold", "grade", "head", "changes", "bug", "html"))
-    if args.scaffold is not None and args.grade is not None:
-        parser.error("--scaffold and --grade are two steps: run one, then the other")
-    return guarded(lambda: _run(args))
-
+# ---- the command line ---------------------------------------------------------------------------
 
 def _flagged(flag, text, change):
     """change, with the flag that asked for it named in its errors: a learner sees which one."""
-    def flagged_change(q, k, v, allowed):
+    def flagged_change(*args):
         try:
-            change(q, k, v, allowed)
+            change(*args)
         except ValueError as e:
             raise ValueError(f"{flag} {text}: {e}") from None
     flagged_change.description = change.description
+    flagged_change.stage = getattr(change, "stage", "inputs")
+    flagged_change.flag = flag
     return flagged_change
 
 
-def _ablate_value(text):
+def _numbers(text):
+    """"1,-2,3/8" -> [1.0, -2.0, 0.375]; raises ValueError for anything else."""
     try:
-        return _flagged("--ablate-value", text, lab06.ablate_value(int(text)))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--ablate-value takes a position J such as 2, "
-                                         f"got {text!r}") from None
+        return [float(Fraction(part)) for part in text.split(",")]
+    except ZeroDivisionError:
+        raise ValueError(text) from None
 
 
-def _set_query(text):
-    position, _, values = text.partition("=")
+def _position_then_numbers(text):
+    """"3=1,0" -> (3, [1.0, 0.0])."""
+    position, found, rest = text.partition("=")
+    if not found:
+        raise ValueError(text)
+    return int(position), _numbers(rest)
+
+
+def _position_then_number(text):
+    position, numbers = _position_then_numbers(text)
+    if len(numbers) != 1:
+        raise ValueError(text)
+    return position, numbers[0]
+
+
+def _two_positions(text):
+    i, j = (int(n) for n in text.split(","))
+    return i, j
+
+
+# flag: (its text, what it changes, an example, the change its text makes); positions from 1
+CHANGE_FLAGS = {
+    "--ablate-value": ("J", "v_J := 0", "2", lambda t: lab06.ablate_value(int(t))),
+    "--set-query": ("I=a,b,...", "q_I := [a, b, ...]", "3=1,0",
+                    lambda t: lab06.set_query(*_position_then_numbers(t))),
+    "--scale-key": ("J=c", "k_J := c·k_J", "3=2",
+                    lambda t: lab06.scale_key(*_position_then_number(t))),
+    "--block": ("I,J", "query I may no longer read source J", "3,2",
+                lambda t: lab06.block(*_two_positions(t))),
+    "--shift-values": ("a,b,...", "every v_j := v_j + [a, b, ...]", "1,-2",
+                       lambda t: lab06.shift_values(_numbers(t))),
+    "--offset-scores": ("I=c", "add c to every score of row I", "3=1000",
+                        lambda t: lab06.offset_scores(*_position_then_number(t))),
+    "--set-weights": ("I=a,b,...", "a_I := [a, b, ...] after the softmax, a map of your own",
+                      "3=3/8,1/8,1/2", lambda t: lab06.set_weights(*_position_then_numbers(t))),
+}
+
+
+def _change_argument(flag):
+    """The argparse type of a change flag: its text made a change named by the flag."""
+    text_form, _, example, make = CHANGE_FLAGS[flag]
+
+    def parse(text):
+        try:
+            return _flagged(flag, text, make(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes {text_form} such as {example}, "
+                                             f"got {text!r}") from None
+    return parse
+
+
+def _values(text):
     try:
-        change = lab06.set_query(int(position), [float(value) for value in values.split(",")])
+        return [_numbers(row) for row in text.split("/")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--set-query takes I=a,b,... such as 3=1,0, "
-                                         f"got {text!r}") from None
-    return _flagged("--set-query", text, change)
+        raise argparse.ArgumentTypeError(f"--values takes rows a,b/c,d/... such as "
+                                         f"2,0/2,0/4,0, got {text!r}") from None
 
 
-def _scale_key(text):
-    position, _, factor = text.partition("=")
-    try:
-        change = lab06.scale_key(int(position), float(factor))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--scale-key takes J=c such as 3=2, "
-                                         f"got {text!r}") from None
-    return _flagged("--scale-key", text, change)
+def _refuse_conflicts(parser, args):
+    """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
+    changes = args.changes or []
+    given = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
+        "--html"] * (args.html is not None) + [
+        f"--{name}" for name in ("head", "values", "bug") if getattr(args, name) is not None]
+    if args.scaffold is not None:
+        if args.grade is not None:
+            parser.error("--scaffold and --grade are two steps: run one, then the other")
+        extras = given + sorted({change.flag for change in changes})
+        if extras:
+            parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
+                         f"{', '.join(extras)}")
+    if args.grade is not None:
+        extras = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")] + sorted(
+            {change.flag for change in changes if change.stage != "inputs"})
+        if extras:
+            parser.error(f"--grade runs your attention on a head and its inputs and prints one "
+                         f"line per check; drop {', '.join(extras)}")
 
 
-def _block(text):
-    try:
-        i, j = (int(n) for n in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--block takes I,J such as 3,2, got {text!r}") from None
-    return _flagged("--block", text, lab06.block(i, j))
+def main(argv=None):
+    parser = trace_parser("Lab 06: compute one attention head, then perturb it. Positions in the "
+                          "flags count from 1, as the lab does; a number may be a fraction such "
+                          "as 3/8, and one that starts with a minus is written --flag=-1,2.",
+                          TRACE_PATH)
+    parser.add_argument("--scaffold", metavar="FILE",
+                        help="write a starter tiny_attention.py to fill in (never overwrites)")
+    parser.add_argument("--grade", metavar="FILE",
+                        help="check your own tiny_attention.py, one PASS or FAIL line per check; "
+                             "with --head or changes of Q, K, V and the mask, on those")
+    parser.add_argument("--head", metavar="FILE",
+                        help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
+                             'with an optional "allowed" (default causal)')
+    parser.add_argument("--values", metavar="ROWS", type=_values,
+                        help="values of your own, V := ROWS for the baseline and every change, "
+                             "rows split by /: 2,0/2,0/4,0")
+    for flag, (text_form, changes, _, _) in CHANGE_FLAGS.items():
+        parser.add_argument(flag, metavar=text_form, type=_change_argument(flag),
+                            action="append", dest="changes",
+                            help=f"{changes} (repeatable; all of them make one intervention)")
+    parser.add_argument("--bug", choices=list(lab06.BUGS), action="append",
+                        help="also show a buggy procedure, after the changes of Q, K, V and the "
+                             "mask: post-softmax (softmax, then zero the future) or destinations "
+                             "(softmax over each column); repeatable")
+    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
+    args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
+                                                        "bug", "html"))
+    if (args.write or args.check) and args.changes:
+        parser.error(f"--write and --check work on the recorded file alone; drop "
+                     f"{', '.join(sorted({change.flag for change in args.changes}))}")
+    _refuse_conflicts(parser, args)
+    return guarded(lambda: _run(args))
 
 
 def _run(args):
-    if args.scaffold is not None or args.grade is not None:
+    if args.scaffold is not None:
         import grade_lab06    # here, not at the top: only these two flags need the grader
-        if args.scaffold is not None:
-            show(grade_lab06.scaffold(args.scaffold) + "\n")
-            return 0
-        lines, passed = grade_lab06.grade(args.grade)
+        show(grade_lab06.scaffold(args.scaffold) + "\n")
+        return 0
+    changes = args.changes or []
+    head = lab06.read_head(args.head) if args.head is not None else HEAD
+    if args.values is not None:
+        try:
+            head = lab06.with_values(head, args.values)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"--values: {e}") from None
+    if args.grade is not None:
+        import grade_lab06
+        own = args.head is not None or args.values is not None or changes
+        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
-    changes = args.changes or []
-    own = args.head is not None or changes or args.bug     # an experiment, not the lab's trace
-    head = lab06.read_head(args.head) if args.head is not None else HEAD
-    result = lab06.experiment(head, changes, args.bug) if own else lab06.lab()
+    own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
+    bugs = list(dict.fromkeys(args.bug or []))
+    result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
     if args.svg is not None:
         save_view(args.svg, lab_svg(result, head, changes))
     if args.html is not None:

@@ -63,7 +63,8 @@ class OwnHead(MessageAssertions, unittest.TestCase):
             "a mask entry that is not a bool": (
                 dict(HEAD, allowed=[[1, 0, 0, 0]] + [[True] * 4] * 3), "must be True or False"),
             "a row with every source blocked": (
-                dict(HEAD, allowed=[[False] * 4] + [[True] * 4] * 3), "allowed[0] is all False: that query may attend to no source"),
+                dict(HEAD, allowed=[[False] * 4] + [[True] * 4] * 3),
+                "allowed[0] is all False: that query may attend to no source"),
             "a mask of the wrong size": (dict(HEAD, allowed=[[True]]),
                                          "allowed must be a (4, 4) matrix of bools"),
             "a value that is not a number": (dict(HEAD, WV=[[2, 0], [0, "4"]]), "must be a number"),
@@ -127,12 +128,131 @@ class OwnHead(MessageAssertions, unittest.TestCase):
         root = ET.parse(svg_path).getroot()
         titles = [g.get("data-title") for g in root.iter(f"{SVG}g") if g.get("class") == "panel"]
         self.assertEqual(titles, ["baseline", "q₄ := [1, 0]",
-                                  "buggy: softmax, then zero the future"])
+                                  "buggy: softmax, then zero the future, after q₄ := [1, 0]"])
         self.assertLessEqual(float(root.get("width")), 900)
 
     def test_write_and_check_refuse_an_experiment(self):
         self.assertOneLineError(self.run_lab("--check", "--head", self.write(HEAD)),
                                 "--write and --check work on the recorded file alone")
+        for args in (("--block", "3,2"), ("--values", "1,0/0,1/1,1"), ("--bug", "destinations")):
+            with self.subTest(args=args):
+                done = self.run_lab("--check", *args)
+                self.assertOneLineError(done, f"drop {args[0]}")
+                self.assertEqual(done.returncode, 2)
+
+    def test_the_scaffold_takes_nothing_else(self):
+        for args in (("--block", "3,2"), ("--table",), ("--bug", "destinations")):
+            with self.subTest(args=args):
+                done = self.run_lab("--scaffold", os.path.join(self.tmp.name, "t.py"), *args)
+                self.assertOneLineError(done, "--scaffold writes a starter file and takes nothing "
+                                              f"else; drop {args[0]}")
+                self.assertEqual(done.returncode, 2)
+        self.assertEqual(os.listdir(self.tmp.name), [])
+
+
+class BugFollowsTheIntervention(unittest.TestCase):
+    """--bug runs on the changed head, and says what the change did to it: the future key leaks
+    into position 1 (4/5 -> 4/7) in the JSON, the table and the SVG alike."""
+
+    @classmethod
+    def setUpClass(cls):
+        args = ("--scale-key", "3=2", "--bug", "post-softmax")
+        cls.json = json.loads(run_script("perturb_attention.py", *args).stdout)
+        cls.table = run_script("perturb_attention.py", *args, "--table").stdout
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "leak.svg")
+            run_script("perturb_attention.py", *args, "--svg", path)
+            cls.svg = ET.parse(path).getroot()
+
+    def test_json_holds_the_bug_before_and_after_the_change(self):
+        bug = self.json["buggy_post_softmax"]
+        self.assertEqual(bug["changes"], ["k₃ := 2·k₃"])
+        self.assertEqual(bug["baseline_output"][0], [0.8, 0.0])
+        self.assertEqual(bug["output"][0], [0.5714285714, 0.0])        # 4/7, rounded as recorded
+        self.assertEqual(bug["output_rows_changed"], [0, 1, 2])
+        self.assertEqual(bug["output"], self.json["intervention"]["buggy_output"])
+
+    def test_table_shows_z1_move_from_4_5_to_4_7(self):
+        section = self.table[self.table.index("buggy: softmax, then zero the future, after"):]
+        self.assertIn("Z changed at x₁, x₂, x₃", section)
+        self.assertIn("  z₁: [4/5, 0] → [4/7, 0], moved by [-8/35, 0]", section)
+        self.assertIn("x₁  0.2857       0       0", section)
+
+    def test_svg_outlines_the_bugs_changed_rows(self):
+        panels = {g.get("data-title"): g for g in self.svg.iter(f"{SVG}g")
+                  if g.get("class") == "panel"}
+        bug = panels["buggy: softmax, then zero the future, after k₃ := 2·k₃"]
+        changed = [r for r in bug.iter(f"{SVG}rect") if "side-changed" in r.get("class", "")]
+        self.assertEqual(len(changed), 3)
+
+
+class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
+    """Part 1's steps, the softmax over destinations and the optional checks, from the command
+    line: each prints what changed and what did not."""
+
+    def run_lab(self, *args):
+        done = run_script("perturb_attention.py", *args)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
+
+    def test_destinations_is_a_bug_of_its_own_whose_columns_sum_to_1(self):
+        """Column 1 (source x₁) is read by x₁, x₂, x₃ with scores ln 2·[1, 0, 1]:
+        [2/5, 1/5, 2/5]; column 2 by x₂, x₃, ln 2·[1, 1]: [1/2, 1/2]; column 3 by x₃ alone:
+        [1]."""
+        bug = json.loads(self.run_lab("--bug", "destinations"))["softmax_over_destinations"]
+        self.assertEqual(bug["weights"], [[0.4, 0.0, 0.0], [0.2, 0.5, 0.0], [0.4, 0.5, 1.0]])
+        self.assertEqual(bug["column_sums"], [1.0, 1.0, 1.0])
+        self.assertEqual(bug["row_sums"], [0.4, 0.7, 1.9])
+        self.assertIn("buggy: softmax over the destinations (each column) (column sums",
+                      self.run_lab("--bug", "destinations", "--table"))
+
+    def test_a_shared_value_shift_moves_each_correct_z_by_the_shift_and_the_bugs_by_less(self):
+        table = self.run_lab("--shift-values", "1,-2", "--bug", "post-softmax", "--table")
+        shift, bug = table.split("buggy: softmax")
+        self.assertIn("  A: no row changed", shift)
+        for row, (old, new) in enumerate(((("2", "0"), ("3", "-2")),
+                                          (("2/3", "8/3"), ("5/3", "2/3")),
+                                          (("3/2", "3"), ("5/2", "1"))), 1):
+            self.assertIn(f"  z{'₁₂₃'[row - 1]}: [{', '.join(old)}] → [{', '.join(new)}], "
+                          f"moved by [1, -2]", shift)
+        self.assertIn("  z₁: [4/5, 0] → [6/5, -4/5], moved by [2/5, -4/5]", bug)
+
+    def test_a_constant_added_to_a_rows_scores_moves_its_weights_by_rounding_alone(self):
+        table = self.run_lab("--offset-scores", "3=1000", "--table")
+        section = table[table.index("row 3's scores + 1000"):]
+        self.assertIn("x₃  1000.6931  1000.6931  1001.3863", section)
+        self.assertIn("  z₃: [3/2, 3] → [3/2, 3], moved by [0, 0]", section)
+        self.assertRegex(section, r"\(A moved by at most \d\.\de-1\d: rounding alone\)")
+
+    def test_own_values_and_a_map_of_your_own_give_equal_mixtures(self):
+        """Values [2, 0], [2, 0], [4, 0]: the baseline's a₃ = [1/4, 1/4, 1/2] and the map
+        [3/8, 1/8, 1/2] both give z₃ = 1/2·2 + 1/2·4 = [3, 0]."""
+        args = ("--values", "2,0/2,0/4,0", "--set-weights", "3=3/8,1/8,1/2")
+        result = json.loads(self.run_lab(*args))
+        self.assertEqual(result["intervention"]["weight_rows_changed"], [2])
+        self.assertEqual(result["intervention"]["output_rows_changed"], [])
+        self.assertEqual(result["intervention"]["output"][2], [3.0, 0.0])
+        self.assertEqual(result["head"]["V"], [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]])
+        table = self.run_lab(*args, "--table")
+        self.assertIn("a₃ := [3/8, 1/8, 1/2] (Z changed at none)", table)
+        self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[2, 0] + 1/2·[4, 0] = [1/2, 0] + [1/2, 0] + "
+                      "[2, 0] = [3, 0]", table)
+
+    def test_each_bad_optional_flag_is_one_line(self):
+        for args, fragment in (
+                (("--values", "2,0/2,0"), "--values: V needs one row per position of the head (3), got 2 rows"),
+                (("--values", "2,x"), "--values takes rows a,b/c,d/..."),
+                (("--shift-values", "1,2,3"), "--shift-values 1,2,3: the shift needs 2 numbers"),
+                (("--offset-scores", "4=1"), "--offset-scores 4=1: row 4 is not a position of "
+                                             "this head: expected 1 to 3"),
+                (("--offset-scores", "3=1,2"), "--offset-scores takes I=c such as 3=1000"),
+                (("--set-weights", "1=0.5,0.5,0"), "--set-weights 1=0.5,0.5,0: query 1 may not "
+                                                    "read source 2: its weight must be 0, got 0.5"),
+                (("--set-weights", "3=1,0"), "--set-weights 3=1,0: row 3 needs 3 weights"),
+                (("--set-weights", "3=1/0,0,1"), "--set-weights takes I=a,b,..."),
+                (("--bug", "columns"), "invalid choice: 'columns'")):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_script("perturb_attention.py", *args), fragment)
 
 
 class EveryIntermediate(MessageAssertions, unittest.TestCase):

@@ -29,7 +29,7 @@ BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
 LESSON_FILE, LAB_FILE = "attention-explorer.html", "lab06-explorer.html"
 SCREENSHOT = "attention-explorer.png"
 README_STATE = "mode=zero&row=2&col=4"     # the state the README's screenshot shows
-LAB_KEYS = ["baseline", *lab06.TITLES, "bug"]
+LAB_KEYS = ["baseline", *lab06.TITLES, "post-softmax"]
 
 
 def read_json(name):
@@ -242,7 +242,7 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                                  token_labels(ta.load_tokenizer().tokens("the big dog.")))
             with open(own, encoding="utf-8") as f:
                 data = embedded(f.read())
-        self.assertEqual([m["key"] for m in data["modes"]], ["baseline", "intervention", "bug"])
+        self.assertEqual([m["key"] for m in data["modes"]], ["baseline", "intervention", "post-softmax"])
         self.assertEqual(data["modes"][1]["title"], "v₂ := 0")
 
     def test_html_beside_write_or_check_is_a_one_line_error(self):

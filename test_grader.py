@@ -1,20 +1,26 @@
-"""Lab 06's scaffold and grader: the scaffold, a correct file, and one mutant per known mistake.
+"""Lab 06's scaffold and grader: a careful learner's file passes; each mistake learners make is
+named on its first FAIL; no hostile file passes, hangs the grader or shows a traceback.
 
-Each mutant is a learner's tiny_attention.py with one mistake learners really make, written out in
-LEARNER below and changed in one place; the grader must fail it and name that mistake.
+Every learner's file here is a small source string: LEARNER is a careful learner's, each of MUTANTS
+changes it in one place, and each of HOSTILE attacks the grader. The grader starts one process per
+file; the files are graded four at a time, with a short limit where a loop must be stopped.
 """
 
+import concurrent.futures
+import doctest
 import os
+import select
 import tempfile
 import textwrap
 import unittest
-from unittest import mock
 
 import grade_lab06
-import lab06 as lab
-from helpers_for_tests import MessageAssertions, run_main, run_script
+import grade_lab06_runner
+from helpers_for_tests import MessageAssertions, run_script
 
-# A learner's correct file, written the plain way. Each mutant replaces one of its lines.
+SHORT = 0.2        # seconds a call may take where the test waits for a loop to be stopped
+
+# A learner's correct file, written the plain way. Each mutant replaces some of its lines.
 LEARNER = textwrap.dedent('''
     import math
 
@@ -69,40 +75,164 @@ SCALED = "scores = [[s / math.sqrt(d) for s in row]"
 MASKED = "masked_scores = [[s if ok else -math.inf for s, ok in zip(row, oks)]"
 WEIGHTS = "weights = [masked_softmax(row, oks) for row, oks in zip(masked_scores, allowed)]"
 ALL_SOURCES = "weights = [masked_softmax(row, [True] * len(row)) for row in masked_scores]"
+SHIFT = "top = max(s for s, ok in zip(scores, allowed) if ok)"
+OUTPUT = "output = matmul(weights, V)"
 
-# mistake: ([(a line of LEARNER, what the mutant has instead), ...], the diagnosis it must get)
+# mistake: ([(a line of LEARNER, what the mutant has instead), ...], what its first FAIL says)
 MUTANTS = {
     "post-softmax masking": (
         [(WEIGHTS, "weights = [[w if ok else 0.0 for w, ok in zip(masked_softmax(row, [True] * "
                    "len(row)), oks)] for row, oks in zip(scores, allowed)]")],
-        "the mask is applied after the softmax and the rows are not renormalised"),
+        "baseline weights: rows sum to 1, exactly 0.0 where blocked: weights row 1, column 1: "
+        "expected 1, got 0.4 (2/5); this looks like: the mask is applied after the softmax"),
     "no scale": ([(SCALED, "scores = [[s for s in row]")],
-                 "the scores are not scaled: divide Q·Kᵀ by √d"),
+                 "baseline scores = Q·Kᵀ/√2, before the mask: scores row 1, column 1: "
+                 "expected 0.6931471806, got 0.9802581435; this looks like: the scores are not "
+                 "scaled"),
     "divided by d": ([(SCALED, "scores = [[s / d for s in row]")],
-                     "the scores are divided by d, not √d"),
+                     "this looks like: the scores are divided by d = 2, not by √d"),
+    "divided by the square root of the number of keys": (
+        [("d = len(Q[0])", "d = len(K)")],
+        "this looks like: the scores are divided by √3, the number of keys"),
+    "divided by the square root of the width of X": (
+        [("d = len(Q[0])", "d = 2")],
+        "scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5: scores row 1, "
+        "column 1: expected 0.4472135955, got 0.7071067812; this looks like: the scores are "
+        "divided by √2, the width of the lab's X"),
     "polarity inverted": (
-        [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]"),
-         (WEIGHTS, "weights = [masked_softmax(row, [not ok for ok in oks]) "
+        [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
+        "0.6931471806, got −∞; this looks like: the mask's polarity is inverted"),
+    "polarity inverted, refused on the lab's head": (
+        [(WEIGHTS, "weights = [masked_softmax(row, [not ok for ok in oks]) "
                    "for row, oks in zip(scores, allowed)]")],
-        "the mask's polarity is inverted"),
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention raised ValueError: "
+        "masked_softmax: nothing allowed (line 14); this looks like: the lab's head is valid "
+        "input"),
     "softmax over columns": (
         [(WEIGHTS, "weights = [list(r) for r in zip(*[masked_softmax(list(col), "
                    "[s != -math.inf for s in col]) for col in zip(*masked_scores)])]")],
-        "the softmax is taken over each column"),
+        "this looks like: the softmax is taken over each column (over the destinations)"),
     "zero-score bug": (
         [(MASKED, "masked_scores = [[s if ok else 0.0 for s, ok in zip(row, oks)]"),
          (WEIGHTS, ALL_SOURCES)],
-        "blocked scores are set to 0.0 instead of −∞"),
-    "finite sentinel": (
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 2 is blocked: "
+        "expected exactly −∞, got 0; this looks like: blocked scores are set to 0.0 instead "
+        "of −∞"),
+    "finite stand-in": (
         [(MASKED, "masked_scores = [[s if ok else -1e9 for s, ok in zip(row, oks)]"),
          (WEIGHTS, ALL_SOURCES)],
-        "a blocked score stood in for by a finite number (such as −1e9)"),
+        "got -1000000000; this looks like: a blocked score stood in for by a finite number"),
+    "shift over the blocked scores too": (
+        [(SHIFT, "top = max(scores)")],
+        "masked_softmax: [0, ln 2, 1000] with the last blocked -> [1/3, 2/3, 0]: masked_softmax "
+        "raised ZeroDivisionError: float division by zero (line 18); this looks like: the shift "
+        "is the largest of every score, blocked ones too"),
+    "shift by the first allowed score": (
+        [(SHIFT, "top = next(s for s, ok in zip(scores, allowed) if ok)")],
+        "masked_softmax: [0, 1000] -> [0, 1], which needs the largest allowed score as the shift: "
+        "masked_softmax raised OverflowError: math range error (line 16); this looks like: the "
+        "shift is not the largest allowed score"),
+    "no shift": ([(SHIFT, "top = 0.0")],
+                 "masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift: "
+                 "masked_softmax raised ZeroDivisionError: float division by zero (line 18); this "
+                 "looks like: no shift"),
+    "a non-square mask refused": (
+        [("any(len(row) != len(K) for row in allowed)",
+          "any(len(row) != len(allowed) for row in allowed)")],
+        "scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5: attention raised "
+        "ValueError: the mask has the wrong size (line 30); this looks like: this head is valid"),
+    "mixed with the wrong orientation": (
+        [(OUTPUT, "output = matmul([list(c) for c in zip(*weights)], V)")],
+        "baseline output = weights·V: output row 1, column 1: expected 2, got 2.5 (5/2); this "
+        "looks like: the mixture takes A's columns: z_i = Σ_j a_ij·v_j is A·V, not Aᵀ·V"),
+    "scale after the softmax": (
+        [(WEIGHTS, "weights = [[w / math.sqrt(d) for w in masked_softmax([s * math.sqrt(d) for s "
+                   "in row], oks)] for row, oks in zip(masked_scores, allowed)]")],
+        "baseline weights: rows sum to 1, exactly 0.0 where blocked: weights row 1, column 1: "
+        "expected 1, got 0.7071067812; this looks like: the scale is applied after the softmax"),
+    "a causal mask of its own": (
+        [("    check(Q, K, V, allowed)\n", "    check(Q, K, V, allowed)\n    allowed = [[j <= i "
+          "for j in range(len(K))] for i in range(len(Q))]\n")],
+        "weights with allowed = [[T, F, T], [F, T, T], [T, T, F]]: weights row 1, column 1: "
+        "expected 0.5 (1/2), got 1; this looks like: the mask given is ignored"),
     "inputs edited in place": (
         [("d = len(Q[0])", "d = len(Q[0])\n    for row in Q:\n        row[:] = [x / math.sqrt(d) "
                            "for x in row]"),
          (SCALED, "scores = [[s for s in row]")],
-        "the inputs were edited in place (Q changed)"),
+        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "(Q changed): work on copies"),
+    "masked scores shifted in place by the softmax": (
+        [("    exps = [math.exp(s - top)", "    scores[:] = [s - top for s in scores]\n"
+                                          "    exps = [math.exp(s)")],
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
+        "0.6931471806, got 0; this looks like: the masked scores were shifted in place"),
+    "a row with every source blocked accepted": (
+        [("        raise ValueError(\"a query may attend to nothing\")\n", "        pass\n"),
+         ("if not scores or len(scores) != len(allowed) or not any(allowed):",
+          "if not any(allowed):\n        return [0.0] * len(scores)\n    if not scores:")],
+        "masked_softmax rejects a row with nothing allowed: expected ValueError for a row with "
+        "nothing allowed (no fallback is invented), but it returned [0.0, 0.0]"),
 }
+
+# attack: (what the file adds at its end, what its first FAIL says). None of them may pass.
+HOSTILE = {
+    "sys.exit at import": ("import sys\nsys.exit(0)\n",
+                           "FAIL  importing tiny_attention.py: it called sys.exit(0) (line 51): "
+                           "importing a file must define its functions, not end the program"),
+    "os._exit at import": ("import os\nos._exit(0)\n",
+                           "FAIL  importing tiny_attention.py: the learner's process ended during "
+                           "the import, with exit status 0"),
+    "an atexit hook that exits 0, in a wrong file": (
+        "import atexit, os\natexit.register(os._exit, 0)\ndef matmul(left, right):\n"
+        "    return [[0.0]]\n", "FAIL  matmul: Q = X·WQ: the product: expected a list of 3 rows"),
+    "a float subclass whose == is always true": (
+        "class Liar(float):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = float.__hash__\n"
+        "def matmul(left, right):\n    return [[Liar(7.0) for _ in right[0]] for _ in left]\n",
+        "the product row 1, column 1: expected a float or an int, got a Liar 7.0: a number must be "
+        "a float or an int itself, not a subclass or a bool"),
+    "patching the grader, math and builtins": (
+        "import builtins, math, sys\nsys.modules['grade_lab06'] = None\nmath.exp = lambda x: 1.0\n"
+        "builtins.abs = lambda x: 0.0\nbuiltins.isinstance = lambda *a: True\n"
+        "def masked_softmax(scores, allowed):\n    return [0.5] * len(scores)\n",
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]: entry 1: "
+        "expected 0.3333333333 (1/3), got 0.5 (1/2)"),
+    "patching the runner to answer an int no float holds": (
+        "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n",
+        "the product row 1, column 1: expected a float or an int, got 1000000000"),
+    "a BaseException of its own": (
+        "class Boom(BaseException):\n    pass\ndef matmul(left, right):\n    raise Boom('no')\n",
+        "matmul raised Boom (line 53), which is not an Exception: no"),
+    "KeyboardInterrupt": ("def matmul(left, right):\n    raise KeyboardInterrupt\n",
+                          "matmul raised KeyboardInterrupt (line 51), which is not an Exception"),
+    "a loop in C at import": ("x = 10 ** 10 ** 8\n", "the import was stopped after"),
+    "a matmul that swallows its IndexError in a loop": (
+        "def matmul(left, right):\n    i = 0\n    while True:\n        try:\n"
+        "            left[i]\n            i += 1\n        except Exception:\n            pass\n",
+        "matmul was stopped after"),
+    "a message whose __str__ loops": (
+        "class Stubborn(ValueError):\n    def __str__(self):\n        while True:\n"
+        "            pass\ndef matmul(left, right):\n    raise Stubborn()\n",
+        "matmul was stopped after"),
+    "a thread that exits the process": (
+        "import os, threading\nthreading.Thread(target=os._exit, args=(0,)).start()\n"
+        "import time\ntime.sleep(5)\n", "the learner's process ended during the import"),
+    "writing on descriptors 1 and 2 and into the grader's channel": (
+        "import os\nos.write(1, b'40 of 40 checks pass\\n')\nos.write(2, b'Traceback\\n')\n"
+        "for fd in range(3, 12):\n    try:\n"
+        "        os.write(fd, b'{\"id\": 1, \"value\": null}\\n')\n"
+        "    except OSError:\n        pass\n",
+        "wrote into the grader's channel what the grader did not ask for"),
+    "a crash in C": ("import ctypes\ndef matmul(left, right):\n    ctypes.string_at(0)\n",
+                     "the learner's process was killed by SIGSEGV during matmul"),
+    "a syntax error": ("def matmul(left, right)\n    pass\n",
+                       "FAIL  importing tiny_attention.py: syntax error (line 50): expected ':'"),
+    "an import error": ("import numpyy\n", "it raised ModuleNotFoundError: No module named "
+                                             "'numpyy' (line 50)"),
+}
+LOOPS = {"a loop in C at import", "a matmul that swallows its IndexError in a loop",
+         "a message whose __str__ loops"}
 
 
 def mutant(changes):
@@ -113,20 +243,57 @@ def mutant(changes):
     return source
 
 
+def graded(sources):
+    """{name: (lines, passed)} for {name: (source, limits)}, each file graded in a process of its
+    own, several at a time: most of a grading is waiting for the other process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for n, name in enumerate(sources):
+            os.mkdir(os.path.join(tmp, str(n)))
+            paths[name] = os.path.join(tmp, str(n), "tiny_attention.py")
+            with open(paths[name], "w", encoding="utf-8") as f:
+                f.write(sources[name][0])
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futures = {name: pool.submit(grade_lab06.grade, paths[name], **sources[name][1])
+                       for name in sources}
+            return {name: future.result() for name, future in futures.items()}
+
+
+def first_fail(lines):
+    return next((line for line in lines if line.startswith("FAIL")), None)
+
+
 class Grader(MessageAssertions, unittest.TestCase):
 
-    def grade_source(self, source):
+    @classmethod
+    def setUpClass(cls):
+        """Every mutant and hostile file graded once; first those that wait for a limit."""
+        slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
+                "    time.sleep(0.1)\n    return _matmul(left, right)\n")
+        sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 0.3})}
+        sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
+                        for name, (attack, _) in HOSTILE.items() if name in LOOPS})
+        sources.update({name: (LEARNER + "\n" + attack, {})
+                        for name, (attack, _) in HOSTILE.items() if name not in LOOPS})
+        sources.update({name: (mutant(changes), {}) for name, (changes, _) in MUTANTS.items()})
+        sources["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
+            LEARNER.replace('raise ValueError("the shapes do not fit")',
+                            'raise ShapeError("the shapes do not fit")')), {})
+        cls.graded = graded(sources)
+
+    def grade_source(self, source, *args):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
-            return run_script("perturb_attention.py", "--grade", path)
+            return run_script("perturb_attention.py", "--grade", path, *args)
 
     def test_a_correct_file_passes_every_check_and_exits_0(self):
         done = self.grade_source(LEARNER)
-        self.assertEqual(done.returncode, 0, done.stdout)
+        self.assertEqual((done.returncode, done.stderr), (0, ""), done.stdout)
         self.assertNotIn("FAIL", done.stdout)
-        self.assertRegex(done.stdout, r"\n(\d+) of \1 checks pass\n$")
+        count = len(grade_lab06.lab_checks())
+        self.assertTrue(done.stdout.endswith(f"\n{count} of {count} checks pass\n"), done.stdout)
 
     def test_our_core_in_the_scaffolds_three_functions_passes_every_check(self):
         source = textwrap.dedent('''
@@ -140,56 +307,188 @@ class Grader(MessageAssertions, unittest.TestCase):
                         "masked_scores": cache["scores"], "weights": cache["weights"],
                         "output": cache["mixed"]}
         ''')
-        done = self.grade_source(source)
-        self.assertEqual(done.returncode, 0, done.stdout)
+        here = os.path.dirname(os.path.abspath(__file__))
+        with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the lab's folder
+            for name in ("attention.py", "checks.py"):
+                with open(os.path.join(here, name), encoding="utf-8") as f, \
+                        open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
+                    out.write(f.read())
+            path = os.path.join(tmp, "tiny_attention.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            lines, passed = grade_lab06.grade(path)
+        self.assertTrue(passed, "\n".join(lines))
 
-    def test_each_known_mistake_gets_its_diagnosis(self):
-        for name, (changes, diagnosis) in MUTANTS.items():
+    def test_each_known_mistake_is_named_on_its_first_fail(self):
+        for name in MUTANTS:
+            lines, passed = self.graded[name]
             with self.subTest(mistake=name):
-                done = self.grade_source(mutant(changes))
-                self.assertEqual(done.returncode, 1, done.stdout)
-                self.assertIn(diagnosis, done.stdout)
+                self.assertFalse(passed)
+                self.assertIn(MUTANTS[name][1], first_fail(lines), "\n".join(lines))
 
-    def test_the_untouched_scaffold_is_not_implemented_yet_everywhere(self):
+    def test_no_hostile_file_passes_hangs_the_grader_or_leaves_a_traceback(self):
+        for name in HOSTILE:
+            lines, passed = self.graded[name]
+            with self.subTest(attack=name):
+                self.assertFalse(passed)
+                self.assertIn(HOSTILE[name][1], first_fail(lines), "\n".join(lines))
+                self.assertFalse(any("Traceback" in line for line in lines))
+                self.assertRegex(lines[-1], r"^\d+ of \d+ checks pass")
+
+    def test_a_valueerror_subclass_is_a_valueerror(self):
+        lines, passed = self.graded["a ValueError subclass"]
+        self.assertTrue(passed, "\n".join(lines))
+
+    def test_the_whole_grading_has_a_limit_of_its_own(self):
+        lines, passed = self.graded["slow"]
+        self.assertFalse(passed)
+        self.assertIn("the grading was stopped after 0.3 s in all, during matmul", lines[-2])
+        self.assertIn("so the last", lines[-1])
+
+    @unittest.skipUnless(hasattr(os, "mkfifo") and hasattr(os, "fork"), "needs a FIFO and fork")
+    def test_what_the_file_starts_is_killed_with_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "alive")
+            os.mkfifo(fifo)
+            reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            self.addCleanup(os.close, reader)
+            # A child that holds the FIFO open, and tells its parent once it does.
+            source = LEARNER + textwrap.dedent(f'''
+                import os, time
+                ready, told = os.pipe()
+                if os.fork() == 0:
+                    alive = os.open({fifo!r}, os.O_WRONLY)
+                    os.write(alive, b"x")
+                    os.write(told, b"x")
+                    time.sleep(30)
+                    os._exit(0)
+                os.read(ready, 1)
+            ''')
+            lines, passed = graded({"child": (source, {})})["child"]
+            self.assertTrue(passed, "\n".join(lines))
+            self.assertEqual(os.read(reader, 1), b"x")
+            # Every writer gone means the end of the FIFO: the child was killed with the group.
+            self.assertEqual(select.select([reader], [], [], 5)[0], [reader], "still alive")
+            self.assertEqual(os.read(reader, 1), b"")
+
+    def test_the_untouched_scaffold_fails_each_check_it_lists(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tiny_attention.py")
             self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
+            with open(path, encoding="utf-8") as f:
+                listed = [line.split(". ", 1)[1] for line in f.read().split('"""')[1].splitlines()
+                          if line[:7].strip().rstrip(".").isdigit()]
             done = run_script("perturb_attention.py", "--grade", path)
-        self.assertEqual(done.returncode, 1)
-        self.assertEqual(done.stderr, "")
-        lines = done.stdout.splitlines()[:-1]
-        self.assertTrue(lines and all(line.startswith("FAIL") and "not implemented yet" in line
-                                      for line in lines), done.stdout)
+        self.assertEqual((done.returncode, done.stderr), (1, ""))
+        lines = done.stdout.splitlines()
+        self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
+                         listed)
+        self.assertEqual(lines[-1], f"0 of {len(listed)} checks pass: fix the first FAIL and "
+                                    f"grade again")
+        self.assertEqual(len(listed), len(grade_lab06.lab_checks()))
 
     def test_the_scaffold_never_overwrites_a_file(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "mine.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("# my work\n")
-            self.assertOneLineError(run_script("perturb_attention.py", "--scaffold", path), "already exists")
+            self.assertOneLineError(run_script("perturb_attention.py", "--scaffold", path),
+                                    "already exists")
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "# my work\n")
 
-    def test_a_syntax_error_is_one_line_naming_the_file_and_line(self):
-        self.assertOneLineError(self.grade_source("def matmul(left, right)\n    pass\n"),
-                                "tiny_attention.py, line 1: syntax error")
+    def test_a_file_of_any_name_is_graded_and_a_missing_one_is_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("notes.txt", "mine.pyw", "no_extension"):
+                with self.subTest(name=name):
+                    path = os.path.join(tmp, name)
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(LEARNER)
+                    done = run_script("perturb_attention.py", "--grade", path)
+                    self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            self.assertOneLineError(run_script("perturb_attention.py", "--grade", tmp),
+                                    "it is a folder, expected a Python file")
+            self.assertOneLineError(run_script("perturb_attention.py", "--grade", os.devnull),
+                                    "it is not a regular file, expected a Python file")
+            self.assertOneLineError(
+                run_script("perturb_attention.py", "--grade", os.path.join(tmp, "gone.py")),
+                "no such file (write one with --scaffold")
 
-    def test_an_import_error_is_one_line_naming_the_file_and_line(self):
-        self.assertOneLineError(
-            self.grade_source("import math\nimport numpyy\n"),
-            "tiny_attention.py, line 2: importing it raised ModuleNotFoundError")
-
-    def test_a_loop_that_never_ends_is_stopped(self):
-        source = mutant([("    check(Q, K, V, allowed)\n", "    while True:\n        pass\n")])
-        with mock.patch.object(grade_lab06, "TIME_LIMIT", 0.05):   # 3 s in use; 17 calls here
-            done = self.grade_source(source)
-        self.assertEqual(done.returncode, 1)
-        self.assertIn("attention was stopped after 0.05 s: does a loop never end?", done.stdout)
-
-    def test_the_main_part_does_not_run_when_graded(self):
-        main_part = '\nif __name__ == "__main__":\n    raise SystemExit(9)\n'
-        done = self.grade_source(LEARNER + main_part)
+    def test_the_main_part_does_not_run_and_printing_reaches_no_one(self):
+        noisy = ('print("40 of 40 checks pass")\n'
+                 'if __name__ == "__main__":\n    raise SystemExit(9)\n')
+        done = self.grade_source(LEARNER + noisy)
         self.assertEqual(done.returncode, 0, done.stdout)
+        self.assertEqual(done.stdout.count("checks pass"), 1)
+
+    def test_grade_takes_a_head_and_changes_and_names_the_first_mistake(self):
+        post_softmax = mutant(MUTANTS["post-softmax masking"][0])
+        with tempfile.TemporaryDirectory() as tmp:
+            head = os.path.join(tmp, "head.json")
+            with open(head, "w", encoding="utf-8") as f:
+                f.write('{"X": [[1, 0], [0, 1], [1, 1], [0.5, -1]], "WQ": [[1, 0], [0, 1]], '
+                        '"WK": [[1, 0], [0, 1]], "WV": [[2, 0], [0, 4]]}')
+            good = self.grade_source(LEARNER, "--head", head, "--scale-key", "4=2",
+                                     "--block", "4,1")
+            bad = self.grade_source(post_softmax, "--scale-key", "3=2")
+        self.assertEqual(good.returncode, 0, good.stdout)
+        self.assertIn("PASS  after k₄ := 2·k₄; 4 ↛ 1: weights, exactly 0.0 where blocked",
+                      good.stdout)
+        self.assertTrue(good.stdout.endswith("\n11 of 11 checks pass\n"), good.stdout)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("FAIL  after k₃ := 2·k₃: weights, exactly 0.0 where blocked: weights "
+                      "row 1, column 1: expected 1, got 0.2857142857 (2/7); this looks like: the "
+                      "mask is applied after the softmax", bad.stdout)
+
+    def test_grade_refuses_what_it_cannot_use_with_exit_2(self):
+        for args, fragment in (
+                (("--table",), "drop --table"), (("--bug", "post-softmax"), "drop --bug"),
+                (("--offset-scores", "3=1000"), "drop --offset-scores"),
+                (("--set-weights", "3=0,0,1"), "drop --set-weights"),
+                (("--scaffold", "x.py"), "--scaffold and --grade are two steps"),
+                (("--check",), "--write and --check work on the recorded file alone")):
+            with self.subTest(args=args):
+                done = run_script("perturb_attention.py", "--grade", "tiny_attention.py", *args)
+                self.assertOneLineError(done, fragment)
+                self.assertEqual(done.returncode, 2)
+
+    def test_what_came_in_the_wrong_shape_is_named(self):
+        want = [[1.0, 0.0], [0.5, 0.5]]
+        for got, message in (
+                ("<NoneType>", "attention returned None: does it end with return {...}?"),
+                ({"scores": []}, "attention's dict has no masked_scores, weights, output (it has "
+                                 "scores)"),
+                ([], "weights: expected a list of 2 rows, got []"),
+                ([[1.0, 0.0], "<tuple>"], "weights row 2: expected a list of 2 numbers, got a "
+                                          "tuple"),
+                ([[1.0, 0.0], [0.5, "<bool True>"]],
+                 "weights row 2, column 2: expected a float or an int, got a bool True: a number "
+                 "must be a float or an int itself, not a subclass or a bool"),
+                ([[1.0, 1e-300], [0.5, 0.5]], "weights row 1, column 2 is blocked: expected "
+                                              "exactly 0, got 1e-300")):
+            with self.subTest(got=got):
+                problem = grade_lab06._dict_problem(got) if not isinstance(got, list) else \
+                    grade_lab06.mismatch(got, want, "weights", [[False, True], [False, False]],
+                                         0.0)
+                self.assertEqual(problem, message)
+
+    def test_the_limits_in_use_are_at_most_30_s_in_all_and_the_readme_quotes_them(self):
+        self.assertLessEqual(grade_lab06.TOTAL_LIMIT, 30)
+        self.assertLess(grade_lab06.CALL_LIMIT, grade_lab06.TOTAL_LIMIT)
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "README.md"), encoding="utf-8") as f:
+            readme = " ".join(f.read().split())
+        self.assertIn(f"The grader runs the {len(grade_lab06.lab_checks())} checks the scaffold "
+                      f"lists", readme)
+        self.assertIn(f"with at most {grade_lab06.CALL_LIMIT:g} s for each call (importing it is "
+                      f"one) and {grade_lab06.TOTAL_LIMIT:g} s in all", readme)
+
+
+def load_tests(loader, tests, ignore):
+    """The grader's and its runner's docstring examples run as tests."""
+    for module in (grade_lab06, grade_lab06_runner):
+        tests.addTests(doctest.DocTestSuite(module))
+    return tests
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Lab 06, checked against answers derived by hand.
 
-Throughout: Q = X, K = c·X and c/√2 = ln 2, so S = ln 2 · X·Xᵀ = ln 2 · [[1, 0, 1], [0, 1, 1], [1, 1, 2]] and
-exp(S) is made of powers of 2: every weight is a ratio of small integers. V = [[2, 0], [0, 4], [2, 4]].
-Rows are 0-based in code; the lab's 1-based names (z₃, v₂) are given beside them.
+Throughout: Q = X, K = c·X and c/√2 = ln 2, so S = ln 2 · X·Xᵀ = ln 2 · [[1, 0, 1],
+[0, 1, 1], [1, 1, 2]] and exp(S) is made of powers of 2: every weight is a ratio of small integers.
+V = [[2, 0], [0, 4], [2, 4]]. Rows are 0-based in code; the lab's 1-based names (z₃, v₂) are
+given beside them.
 """
 
+import doctest
 import math
 import os
 import shutil
@@ -19,7 +21,8 @@ from golden import rounded, to_json
 from helpers_for_tests import run_in_copy, run_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's bound.
+# The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's
+# bound.
 TOLERANCE = 1e-9
 
 
@@ -62,9 +65,10 @@ class Lab06(unittest.TestCase):
         )
 
     def test_buggy_post_softmax(self):
-        """Softmax over all three sources first. Row 0: exp [ln 2, 0, ln 2] = [2, 1, 2] over 5 -> keep 2/5.
-        Row 1: exp [0, ln 2, ln 2] = [1, 2, 2] over 5 -> keep [1/5, 2/5]. Row 2 sees everything: [1/4, 1/4, 1/2].
-        Row sums 2/5, 3/5, 1. Z: [4/5, 0]; 1/5·[2, 0] + 2/5·[0, 4] = [2/5, 8/5]; [3/2, 3]."""
+        """Softmax over all three sources first. Row 0: exp [ln 2, 0, ln 2] = [2, 1, 2] over 5 ->
+        keep 2/5. Row 1: exp [0, ln 2, ln 2] = [1, 2, 2] over 5 -> keep [1/5, 2/5]. Row 2 sees
+        everything: [1/4, 1/4, 1/2]. Row sums 2/5, 3/5, 1. Z: [4/5, 0]; 1/5·[2, 0] + 2/5·[0, 4] =
+        [2/5, 8/5]; [3/2, 3]."""
         bug = self.lab["buggy_post_softmax"]
         self.assertWithinTolerance(
             bug["weights"],
@@ -77,41 +81,43 @@ class Lab06(unittest.TestCase):
         )
 
     def test_value_ablation(self):
-        """v₂ := 0. Scores do not involve V, so A is unchanged (no row). z₂ = 1/3·[2, 0] = [2/3, 0] and
-        z₃ = 1/4·[2, 0] + 1/2·[2, 4] = [3/2, 2] change; z₁ never read v₂."""
+        """v₂ := 0. Scores do not involve V, so A is unchanged (no row). z₂ = 1/3·[2, 0] =
+        [2/3, 0] and z₃ = 1/4·[2, 0] + 1/2·[2, 4] = [3/2, 2] change; z₁ never read v₂."""
         run = self.lab["interventions"]["value_ablation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([], [1, 2]))
         self.assertWithinTolerance(run["output"][2], [F(3, 2), 2], "new z₃")
 
     def test_query_perturbation(self):
-        """q₃ := [1, 0]: row 2's scores become ln 2·[1, 0, 1], exp [2, 1, 2] over 5: [2/5, 1/5, 2/5].
-        z₃ = 2/5·[2, 0] + 1/5·[0, 4] + 2/5·[2, 4] = [8/5, 12/5]. Only row 2 of A and of Z."""
+        """q₃ := [1, 0]: row 2's scores become ln 2·[1, 0, 1], exp [2, 1, 2] over 5: [2/5, 1/5,
+        2/5]. z₃ = 2/5·[2, 0] + 1/5·[0, 4] + 2/5·[2, 4] = [8/5, 12/5]. Only row 2 of A and of
+        Z."""
         run = self.lab["interventions"]["query_perturbation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
         self.assertWithinTolerance(run["weights"][2], [F(2, 5), F(1, 5), F(2, 5)], "new a₃")
         self.assertWithinTolerance(run["output"][2], [F(8, 5), F(12, 5)], "new z₃")
 
     def test_connection_removal(self):
-        """Forbid 3 -> 2: row 2 keeps sources 0 and 2, exp [2, 4] over 6: [1/3, 0, 2/3]; the weight of the
-        removed source is redistributed. z₃ = 1/3·[2, 0] + 2/3·[2, 4] = [2, 8/3]."""
+        """Forbid 3 -> 2: row 2 keeps sources 0 and 2, exp [2, 4] over 6: [1/3, 0, 2/3]; the
+        weight of the removed source is redistributed. z₃ = 1/3·[2, 0] + 2/3·[2, 4] = [2,
+        8/3]."""
         run = self.lab["interventions"]["connection_removal"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
         self.assertWithinTolerance(run["weights"][2], [F(1, 3), 0, F(2, 3)], "new a₃")
         self.assertWithinTolerance(run["output"][2], [2, F(8, 3)], "new z₃")
 
     def test_future_key_perturbation(self):
-        """k₃ := 2·k₃: only row 2 may read source 2, its score becomes 4 ln 2, exp [2, 2, 16] over 20:
-        [1/10, 1/10, 4/5]. z₃ = [1/5 + 8/5, 2/5 + 16/5] = [9/5, 18/5]. Rows 0 and 1 cannot change.
-        """
+        """k₃ := 2·k₃: only row 2 may read source 2, its score becomes 4 ln 2, exp [2, 2, 16]
+        over 20: [1/10, 1/10, 4/5]. z₃ = [1/5 + 8/5, 2/5 + 16/5] = [9/5, 18/5]. Rows 0 and 1
+        cannot change."""
         run = self.lab["interventions"]["future_key_perturbation"]
         self.assertEqual((run["weight_rows_changed"], run["output_rows_changed"]), ([2], [2]))
         self.assertWithinTolerance(run["weights"][2], [F(1, 10), F(1, 10), F(4, 5)], "new a₃")
         self.assertWithinTolerance(run["output"][2], [F(9, 5), F(18, 5)], "new z₃")
 
     def test_buggy_procedure_leaks_the_doubled_future_key(self):
-        """In the bug, row 0's denominator holds exp(q₁·2k₃/√2) = exp(2 ln 2) = 4: [2, 1, 4] over 7, keep 2/7,
-        so z₁ = [4/7, 0] instead of [4/5, 0]. Row 1: [1, 2, 4] over 7, z₂ = 1/7·[2, 0] + 2/7·[0, 4] = [2/7, 8/7].
-        """
+        """In the bug, row 0's denominator holds exp(q₁·2k₃/√2) = exp(2 ln 2) = 4: [2, 1, 4]
+        over 7, keep 2/7, so z₁ = [4/7, 0] instead of [4/5, 0]. Row 1: [1, 2, 4] over 7, z₂ =
+        1/7·[2, 0] + 2/7·[0, 4] = [2/7, 8/7]."""
         buggy = self.lab["interventions"]["future_key_perturbation"]["buggy_output"]
         self.assertWithinTolerance(
             buggy, [[F(4, 7), 0], [F(2, 7), F(8, 7)], [F(9, 5), F(18, 5)]], "buggy Z"
@@ -119,9 +125,9 @@ class Lab06(unittest.TestCase):
         self.assertNotEqual(buggy[0], self.lab["buggy_post_softmax"]["output"][0])
 
     def test_shared_value_shift(self):
-        """Adding s = [1, −2] to every value adds (Σ_j a_ij)·s to z_i. Correct rows sum to 1: Z + s =
-        [[3, −2], [5/3, 2/3], [5/2, 1]]. The bug's rows sum to 2/5, 3/5, 1: [4/5, 0] + 2/5·s = [6/5, −4/5],
-        [2/5, 8/5] + 3/5·s = [1, 2/5], [3/2, 3] + s = [5/2, 1]."""
+        """Adding s = [1, −2] to every value adds (Σ_j a_ij)·s to z_i. Correct rows sum to 1: Z
+        + s = [[3, −2], [5/3, 2/3], [5/2, 1]]. The bug's rows sum to 2/5, 3/5, 1: [4/5, 0] +
+        2/5·s = [6/5, −4/5], [2/5, 8/5] + 3/5·s = [1, 2/5], [3/2, 3] + s = [5/2, 1]."""
         shift = self.lab["checks"]["shared_value_shift"]
         self.assertWithinTolerance(
             shift["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]], "shifted Z"
@@ -131,16 +137,16 @@ class Lab06(unittest.TestCase):
         )
 
     def test_equal_mixtures_from_different_maps(self):
-        """[1/4, 1/4, 1/2] and [3/8, 1/8, 1/2] over values [2, 0], [2, 0], [4, 0]: both 1/2·2 + 1/2·4 = 3.
-        Equal outputs do not mean equal attention."""
+        """[1/4, 1/4, 1/2] and [3/8, 1/8, 1/2] over values [2, 0], [2, 0], [4, 0]: both 1/2·2 +
+        1/2·4 = 3. Equal outputs do not mean equal attention."""
         eq = self.lab["checks"]["equal_mixtures"]
         self.assertWithinTolerance(eq["output_a"], [3, 0], "output a")
         self.assertWithinTolerance(eq["output_b"], [3, 0], "output b")
         self.assertNotEqual(eq["weights_a"], eq["weights_b"])
 
     def test_score_offset_keeps_the_weights(self):
-        """softmax(s + 1000) = softmax(s): the stable softmax subtracts the row's maximum first. Multiplying
-        by 1000 is a different operation: it sharpens the row toward its maximum."""
+        """softmax(s + 1000) = softmax(s): the stable softmax subtracts the row's maximum first.
+        Multiplying by 1000 is a different operation: it sharpens the row toward its maximum."""
         offset = self.lab["checks"]["score_offset"]
         self.assertLess(offset["max_difference"], 1e-12)
         self.assertWithinTolerance(
@@ -152,6 +158,85 @@ class Lab06(unittest.TestCase):
     def test_baseline_is_unchanged_after_the_interventions(self):
         self.assertIs(self.lab["baseline_unchanged"], True)
         self.assertEqual(lab.baseline(), self.lab["baseline"])
+
+    def test_softmax_over_destinations(self):
+        """Column j's softmax over the queries allowed to read source j. Column 1: scores
+        ln 2·[1, 0, 1], exp [2, 1, 2] over 5; column 2: ln 2·[1, 1] over rows 2 and 3, [1/2, 1/2];
+        column 3: row 3 alone. Z: z₁ = 2/5·[2, 0] = [4/5, 0]; z₂ = 1/5·[2, 0] + 1/2·[0, 4] =
+        [2/5, 2]; z₃ = 2/5·[2, 0] + 1/2·[0, 4] + 1·[2, 4] = [14/5, 6]."""
+        weights, output = lab.softmax_over_destinations(*lab.projected())
+        self.assertWithinTolerance(
+            weights, [[F(2, 5), 0, 0], [F(1, 5), F(1, 2), 0], [F(2, 5), F(1, 2), 1]], "A")
+        self.assertWithinTolerance(output, [[F(4, 5), 0], [F(2, 5), 2], [F(14, 5), 6]], "Z")
+
+    def test_changes_act_where_they_belong_and_leave_the_head_alone(self):
+        """A shift of every value keeps A; an offset of row 3's scores keeps its weights up to
+        rounding; a map of your own for row 3 is mixed as given; none of them touches HEAD."""
+        before = lab.baseline()
+        shifted = lab.run(lab.HEAD, [lab.shift_values([1.0, -2.0])])
+        self.assertEqual(shifted["weights"], before["weights"])
+        self.assertWithinTolerance(shifted["output"], [[3, -2], [F(5, 3), F(2, 3)], [F(5, 2), 1]],
+                                   "Z + [1, −2]")
+        offset = lab.run(lab.HEAD, [lab.offset_scores(3, 1000.0)])
+        self.assertWithinTolerance(offset["weights"], before["weights"], "offset weights")
+        self.assertEqual(offset["masked_scores"][0], before["masked_scores"][0])
+        own = lab.run(lab.with_values(lab.HEAD, lab.EQUAL_MIXTURE_VALUES),
+                      [lab.set_weights(3, [0.375, 0.125, 0.5])])
+        self.assertEqual(own["output"][2], [3.0, 0.0])
+        self.assertEqual(lab.baseline(), before)
+
+    def test_a_weight_on_a_blocked_source_is_refused(self):
+        with self.assertRaises(ValueError) as caught:
+            lab.run(lab.HEAD, [lab.set_weights(1, [0.5, 0.5, 0.0])])
+        self.assertIn("query 1 may not read source 2: its weight must be 0, got 0.5",
+                      str(caught.exception))
+
+    def test_exact_fractions_only_within_1e_12_of_a_small_denominator(self):
+        self.assertEqual(lab.exact_fraction(0.3333333333333333), F(1, 3))
+        self.assertEqual(lab.exact_fraction(-8 / 35), F(-8, 35))
+        self.assertIsNone(lab.exact_fraction(1 / 3 + 2e-12))
+        self.assertIsNone(lab.exact_fraction(1 / 101))        # a denominator above 100
+        self.assertIsNone(lab.exact_fraction(math.inf))
+
+
+class PartOne(unittest.TestCase):
+    """--table holds Part 1's steps: each row's sources and softmax sum, A as fractions, and z_i as
+    its scaled value vectors; the README's answer key quotes them as the program prints them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.table = run_script("perturb_attention.py", "--table").stdout
+
+    def test_each_rows_denominator_is_2_3_and_8(self):
+        """exp(ln 2) = 2; exp(0) + exp(ln 2) = 3; exp(ln 2) + exp(ln 2) + exp(2 ln 2) = 8."""
+        self.assertIn("x₁          x₁                  2    2\n"
+                      "x₂      x₁, x₂               1, 2    3\n"
+                      "x₃  x₁, x₂, x₃            2, 2, 4    8\n", self.table)
+
+    def test_weights_as_fractions_and_z3_as_three_scaled_values(self):
+        self.assertIn("A as fractions\n     x₁   x₂   x₃\nx₁    1    0    0\n"
+                      "x₂  1/3  2/3    0\nx₃  1/4  1/4  1/2\n", self.table)
+        self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[0, 4] + 1/2·[2, 4] = [1/2, 0] + [0, 1] + "
+                      "[1, 2] = [3/2, 3]\n", self.table)
+
+    def test_the_readme_answer_key_quotes_the_table(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        fold = readme[readme.index("## Lab 06"):readme.index("**Mask polarity.**")]
+        fold = fold[fold.index("<details>"):]
+        table = self.table
+        excerpt = "".join(table[table.index(first):table.index(last)] for first, last in (
+            ("softmax of each row:", "A = softmax"), ("A as fractions", "Z = A·V"),
+            ("z_i = Σ", "value ablation")))
+        self.assertIn("```\n" + excerpt.rstrip("\n") + "\n```", fold)
+        columns = lab.transpose(lab.softmax_over_destinations(*lab.projected())[0])
+        shown = ", ".join(f"[{', '.join(str(lab.exact_fraction(w)) for w in column if w)}]"
+                          for column in columns)
+        self.assertIn(" and ".join(shown.rsplit(", ", 1)), " ".join(fold.split()))
+        leak = run_script("perturb_attention.py", "--scale-key", "3=2", "--bug", "post-softmax",
+                          "--table").stdout
+        line = next(line for line in leak.splitlines() if line.startswith("  z₁: [4/5, 0]"))
+        self.assertIn(line.strip(), fold)
 
 
 class CommandLine(unittest.TestCase):
@@ -248,6 +333,12 @@ class CoreRejects(unittest.TestCase):
         with self.assertRaises(ValueError) as caught:
             masked_softmax([0.0, math.inf], [True, True])
         self.assertIn("score 1 must be finite where allowed, got inf", str(caught.exception))
+
+
+def load_tests(loader, tests, ignore):
+    """lab06's docstring examples run as tests."""
+    tests.addTests(doctest.DocTestSuite(lab))
+    return tests
 
 
 if __name__ == "__main__":

@@ -228,9 +228,10 @@ class ReadmeIsTrue(unittest.TestCase):
                 "my-tokenizer.json",
                 cwd=tmp,
             )
-        self.assertTrue(
-            "```\n" + done.stdout + "```" in readme, f"README.md should show:\n{done.stdout}"
-        )
+        shown = "300 tokens (… characters and … merges) saved to my-tokenizer.json\n"
+        self.assertTrue("```\n" + shown + "```" in readme, f"README.md should show:\n{shown}")
+        self.assertRegex(done.stdout, r"^300 tokens \(\d+ characters and \d+ merges\) saved to "
+                                      r"my-tokenizer.json\n$")
         done = run_main(bpe.main, "encode", "mia has a red ball.")
         self.assertTrue(
             '$ python3 bpe.py encode "mia has a red ball."\n' + done.stdout + "```" in readme,

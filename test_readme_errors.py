@@ -120,6 +120,10 @@ class CommandLineErrors(unittest.TestCase):
         if row.startswith("bench_bpe.py --rust"):
             with mock.patch("importlib.util.find_spec", return_value=None):
                 return run_script("bench_bpe.py", "--quick", "--rust")
+        if row.startswith("perturb_attention.py --grade tiny_attention.py --table"):
+            return run_script("perturb_attention.py", "--grade", "tiny_attention.py", "--table")
+        if row == "perturb_attention.py --set-weights 1=0.5,0.5,0":
+            return run_script("perturb_attention.py", "--set-weights", "1=0.5,0.5,0")
         self.fail(f"the README's row {row!r} has no command line in this test: add one")
 
     def test_every_command_line_prints_the_line_the_readme_shows(self):
