@@ -44,10 +44,10 @@ from fractions import Fraction
 from math import fsum
 
 from attention import attend, causal_mask, masked_softmax, matmul, transpose
-from checks import check_matrix, check_number
+from checks import check_allowed, check_matrix, check_number
 from golden import changed_rows
 from safe_io import read_text
-from views import number
+from views import MAX_TOKENS, number
 
 # kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
 C = math.sqrt(2) * math.log(2)
@@ -62,6 +62,7 @@ EQUAL_MIXTURE_VALUES = [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]]    # two maps with o
 EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
+MAX_SIZE = MAX_TOKENS                 # the most positions and width of a head read from a file
 MAX_DENOMINATOR = 100                 # a fraction shown as exact has at most this denominator
 EXACT = 1e-12                         # ... and the float lies this close to it
 
@@ -81,7 +82,13 @@ def exact_fraction(x):
 
 def projected(head=HEAD):
     """Fresh Q = X·WQ, K = X·WK, V = X·WV (or the head's own "V") and a copy of the allowed mask:
-    new lists on every call. The lab's head by default: each (3, 2), and the causal (3, 3) mask."""
+    new lists on every call. The lab's head by default: each (3, 2), and the causal (3, 3) mask.
+    Raises ValueError for a head without one of them, and as matmul does."""
+    needed = ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
+    if not isinstance(head, dict) or any(key not in head for key in needed):
+        missing = [key for key in needed if not isinstance(head, dict) or key not in head]
+        raise ValueError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed; missing "
+                         f"{', '.join(missing)}")
     v = ([list(row) for row in head["V"]] if "V" in head else matmul(head["X"], head["WV"]))
     return (matmul(head["X"], head["WQ"]), matmul(head["X"], head["WK"]), v,
             [list(row) for row in head["allowed"]])
@@ -343,12 +350,13 @@ def read_head(path):
     "allowed" (default: causal). Any number of positions and any widths that fit; raises
     ValueError naming the file and what is wrong, with the lab's rejections."""
     name = os.path.basename(path)
+    text = read_text(path)                # its own errors name the file
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(text)
     except RecursionError:
         raise ValueError(f"{name} is nested too deeply to be a head") from None
     except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
+        raise ValueError(f"{name} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{name} must hold a JSON object with X, WQ, WK and WV, "
                          f"got {type(data).__name__}")
@@ -359,14 +367,17 @@ def read_head(path):
                          f"{'missing ' + ', '.join(missing) if missing else ''}"
                          f"{'; ' if missing and unknown else ''}"
                          f"{'unknown ' + ', '.join(unknown) if unknown else ''}")
-    head = {key: data[key] for key in ("X", "WQ", "WK", "WV")}
-    head["allowed"] = data.get("allowed", causal_mask(len(data["X"]) if isinstance(data["X"], list)
-                                                      else 0))
     try:
         for key in ("X", "WQ", "WK", "WV"):
-            check_matrix(key, head[key])
-        q, k, v, allowed = projected(head)
-        attend(q, k, v, allowed)          # the lab's rejections, all at the door
+            rows, cols = check_matrix(key, data[key])
+            if max(rows, cols) > MAX_SIZE:
+                raise ValueError(f"{key} is ({rows}, {cols}): the lab's views take heads of at "
+                                 f"most {MAX_SIZE} positions and widths")
+        T = len(data["X"])
+        head = {key: data[key] for key in ("X", "WQ", "WK", "WV")}
+        head["allowed"] = data["allowed"] if "allowed" in data else causal_mask(T)
+        check_allowed(head["allowed"], T, T)
+        attend(*projected(head))          # the lab's rejections, all at the door
     except (ValueError, TypeError) as e:
         raise ValueError(f"{name}: {e}") from None
     return head

@@ -2,8 +2,10 @@
 shapes, special write targets, unsafe view text and broken command lines. Each gets a clear error
 or the right behaviour, and each test names the case it reproduces."""
 
+import json
 import math
 import os
+import shutil
 import random
 import signal
 import stat
@@ -466,6 +468,62 @@ class CommandLinesRefuseBeforeTheyWrite(MessageAssertions, unittest.TestCase):
         done = subprocess.run([sys.executable, "make_tokenizer.py", "--check"], cwd=HERE,
                               text=True, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
         self.assertOneLineError(done, "standard output is closed")
+
+
+class LabHeadsAndFlags(MessageAssertions, unittest.TestCase):
+    """The lab's command line with heads and files of every kind."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def head_file(self, name, **head):
+        path = os.path.join(self.tmp, name)
+        eye = [[1.0, 0.0], [0.0, 1.0]]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"X": [[1.0, 0.0]] * 3, "WQ": eye, "WK": eye, "WV": eye, **head}, f)
+        return path
+
+    def test_a_head_of_3000_positions_is_refused_at_once_with_the_limit(self):
+        done = run_script("perturb_attention.py", "--head",
+                          self.head_file("big.json", X=[[1.0, 0.0]] * 3000))
+        self.assertOneLineError(done, "big.json: X is (3000, 2): the lab's views take heads of at "
+                                      "most 64 positions and widths")
+
+    def test_a_null_mask_in_a_head_file_is_named(self):
+        done = run_script("perturb_attention.py", "--head", self.head_file("null.json",
+                                                                            allowed=None))
+        self.assertOneLineError(done, "null.json: allowed must be a (3, 3) matrix of bools")
+
+    def test_a_file_name_is_said_once(self):
+        done = run_script("perturb_attention.py", "--head", "/dev/zero")
+        self.assertOneLineError(done, "error: zero is larger than 8 MB")
+        self.assertEqual(done.stderr.count("zero"), 1, done.stderr)
+
+    def test_a_head_without_its_weights_is_a_value_error_naming_them(self):
+        self.assertMessage(ValueError, "missing WQ, WK, WV, allowed", lab.baseline,
+                           {"X": [[1.0]]})
+
+    def test_a_learners_file_of_any_name_is_graded(self):
+        source = "def matmul(a, b):\n    return None\n"
+        for name in ("notes.txt", "tiny_attention.pyw", "tiny_attention"):
+            path = os.path.join(self.tmp, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            with self.subTest(name=name):
+                done = run_script("perturb_attention.py", "--grade", path)
+                self.assertEqual(done.returncode, 1)
+                self.assertIn("FAIL  matmul", done.stdout)
+                self.assertNotIn("Traceback", done.stdout + done.stderr)
+
+    def test_flags_that_cannot_go_together_are_refused_with_exit_2(self):
+        for args, fragment in ((("--grade", "t.py", "--table"), "drop --table"),
+                               (("--scaffold", "t.py", "--ablate-value", "2"),
+                                "drop --ablate-value")):
+            with self.subTest(args=args):
+                done = run_script("perturb_attention.py", *args)
+                self.assertOneLineError(done, fragment)
+                self.assertEqual(done.returncode, 2)
 
 
 class SafeViews(MessageAssertions, unittest.TestCase):

@@ -51,7 +51,7 @@ class OwnHead(MessageAssertions, unittest.TestCase):
 
     def test_each_invalid_head_is_one_line(self):
         cases = {
-            "not JSON": ("{", "head.json: Expecting"),
+            "not JSON": ("{", "head.json is not valid JSON: Expecting"),
             "a list": ("[1, 2]", "must hold a JSON object with X, WQ, WK and WV, got list"),
             "a missing matrix": ({k: v for k, v in HEAD.items() if k != "WV"},
                                  "must have X, WQ, WK, WV and may have allowed; missing WV"),
