@@ -112,6 +112,8 @@ def main(argv=None):
                         help="also write the output to bench-attention.txt (the README quotes it)")
     parser.add_argument("--quick", action="store_true", help="T = 16, 64, 128 only")
     args = parser.parse_args(argv)
+    if args.quick and args.record:
+        parser.error("--record keeps the full run the README quotes: drop --quick")
     return guarded(lambda: run((16, 64, 128) if args.quick else (16, 64, 256, 512), args.record))
 
 

@@ -101,6 +101,8 @@ def main(argv=None):
                         help="also write the output to bench-bpe.txt")
     parser.add_argument("--quick", action="store_true", help="100 kB to 300 tokens only")
     args = parser.parse_args(argv)
+    if args.quick and args.record:
+        parser.error("--record keeps the full run the README quotes: drop --quick")
     return guarded(lambda: run(args, argv))
 
 

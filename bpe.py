@@ -178,8 +178,11 @@ class Tokenizer:
         for n, ch in enumerate(alphabet):
             if not isinstance(ch, str) or len(ch) != 1:
                 raise ValueError(f"alphabet entry {n} must be a single character, got {ch!r}")
+            if "\ud800" <= ch <= "\udfff":
+                raise ValueError(f"alphabet entry {n} is {ch!r}, half of a surrogate pair and no "
+                                 f"character: UTF-8 cannot store it")
         if len(set(alphabet)) != len(alphabet):
-            twice = next(ch for ch in alphabet if alphabet.count(ch) > 1)
+            twice = next(ch for ch, count in Counter(alphabet).items() if count > 1)
             raise ValueError(f"alphabet characters must be distinct, got {twice!r} twice")
         self.alphabet = alphabet
         self.merges = []
@@ -246,7 +249,9 @@ class Tokenizer:
                 "merges": [list(m) for m in self.merges]}
 
     def save(self, path):
-        """Write the versioned JSON format, atomically."""
+        """Write the versioned JSON format, atomically. Refuses an empty path, a folder and the
+        files this folder ships (make_tokenizer.py writes tokenizer.json, by --write)."""
+        check_output_path(path)
         write_atomic(path, to_json(self.to_dict()))
 
     @classmethod

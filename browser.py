@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote
 
-from cli import OneLineParser, guarded
+from cli import OneLineParser, guarded, save_view
 from safe_io import check_output_path
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -193,18 +193,7 @@ def page_screenshot(page, picture, fragment="", width=880):
         b.resize(width, height + frame)      # the window's size counts its frame; the page's not
         b.wait_for(lambda: b.run("return innerHeight") >= height, "the window to grow")
         png = b.screenshot()
-    check_output_path(picture)
-    target = os.path.abspath(picture)
-    tmp = os.path.join(os.path.dirname(target), f".tmp-{os.getpid()}-{os.path.basename(target)}")
-    try:
-        with open(tmp, "xb") as f:      # a new file's mode: 0o666 less the umask
-            f.write(png)
-        os.replace(tmp, target)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise OSError(f"cannot write {picture}: {e.strerror or e}") from None
-    print(f"wrote {picture}")
+    save_view(picture, png, "browser.py")
 
 
 def main(argv=None):
@@ -218,7 +207,9 @@ def main(argv=None):
     def shoot():
         if not os.path.isfile(args.page):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
-        check_output_path(args.picture)      # before a browser starts for nothing
+        check_output_path(args.picture, "browser.py")    # before a browser starts for nothing
+        if not 200 <= args.width <= 4000:
+            raise ValueError(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
         if missing():
             raise OSError(missing())
         page_screenshot(args.page, args.picture, args.fragment, args.width)

@@ -11,8 +11,8 @@ too, and a learner calls them directly, so each checks what it is handed: its sh
 entry is a finite number (not a bool, not an int no float can hold), and that no sum it takes can
 pass float range, so that nothing after it needs checking. Those checks are passes of C over the
 operands (a few percent of the layer's time); an entry is read one by one only to name the one that
-is wrong. A cache carries a seal, a fingerprint of every matrix in it and of the params and x it
-was made from, so that a backward pass refuses a cache from another call or one edited since.
+is wrong. A cache carries a seal, copies of every matrix in it and of the params and x it was made
+from, so that a backward pass refuses a cache from another call or one edited since.
 """
 
 import math
@@ -88,7 +88,7 @@ def _plain_matrix(m, cols):
 
 def check_rows(name, a):
     """Raise unless a is a list of lists of one length: O(rows), the entries are not read."""
-    if type(a) is not list or not all(type(row) is list for row in a):
+    if type(a) is not list or not set(map(type, a)) <= {list}:
         raise TypeError(f"{name} needs a list of rows, got {_shape_text(a)}")
     if len(set(map(len, a))) > 1:
         raise ValueError(f"{name} needs rows of one length, got {_shape_text(a)}")
@@ -99,12 +99,15 @@ def check_matmul(a, b):
     no sum of m products can go beyond float range (m · max|a| · max|b| stays below it), so the
     product needs no check after. Raises ValueError naming both shapes, or the entry."""
     for name, m in (("left", a), ("right", b)):
-        if type(m) is not list or not m or not all(type(row) is list for row in m):
+        if type(m) is not list or not m or set(map(type, m)) != {list}:
             raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
                             f"the {name} side is not a non-empty list of rows")
     if set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
-    largest = [_largest(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
+    sizes = [_magnitude(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
+    if len(b) * sizes[0] * sizes[1] <= sys.float_info.max:      # Σ|a|·Σ|b| bounds every sum
+        return
+    largest = [max(map(abs, map(float, chain.from_iterable(m)))) for m in (a, b)]
     if len(b) * largest[0] * largest[1] > sys.float_info.max:
         products = f"{len(b)} product{'s' * (len(b) > 1)}"
         raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} could overflow: a sum of "
@@ -119,26 +122,29 @@ def check_add(matrices):
     if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
         raise ValueError(f"add needs matrices of one shape, got "
                          f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
-    largest = max(_largest(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices))
-    if len(matrices) * largest > sys.float_info.max:
+    if sum(_magnitude(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices)) > \
+            sys.float_info.max:      # their magnitudes added up bound every sum
+        largest = max(max(map(abs, map(float, chain.from_iterable(m)))) for m in matrices)
         raise ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
                          f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
                          f"large for floats")
 
 
-def _largest(name, m):
-    """The largest magnitude in m, after checking in passes of C that every entry is a finite
-    number; else raise naming the first entry that is not."""
+def _magnitude(name, m):
+    """Σ|entry| over m, which bounds every entry and every sum of them, after checking in two
+    passes of C that every entry is a finite number; else raise naming the first that is not."""
+    values = list(chain.from_iterable(m))
     try:
-        if set(map(type, chain.from_iterable(m))) <= _PLAIN_NUMBERS and all(
-                map(math.isfinite, chain.from_iterable(m))):
-            return max(map(abs, map(float, chain.from_iterable(m))), default=0.0)
+        if set(map(type, values)) <= _PLAIN_NUMBERS:
+            total = float(sum(map(abs, values)))    # a NaN or an infinity makes it one too
+            if math.isfinite(total):
+                return total
     except OverflowError:      # an int beyond float range: named below
         pass
     for i, row in enumerate(m):
         for j, value in enumerate(row):
             check_number(f"{name} [{i}][{j}]", value)
-    return max(map(abs, map(float, chain.from_iterable(m))), default=0.0)
+    return math.inf            # finite numbers whose magnitudes sum beyond float range
 
 
 def check_scores_row(row):
@@ -156,8 +162,9 @@ def check_scores_row(row):
     for j, s in enumerate(row):
         if s != -math.inf:
             check_number(f"softmax_row's score {j}", s, "finite or −∞")
-    raise ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
-                     f"{len(row)} blocked scores")
+    if all(s == -math.inf for s in row):
+        raise ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
+                         f"{len(row)} blocked scores")
 
 
 def _shape_text(a):
@@ -277,40 +284,52 @@ def copies(*matrices):
 _CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "weights", "mixed")
 
 
-def _fingerprint(tensors):
-    """A hash of named matrices and numbers: equal for equal entries, different (but for a 2⁻⁶⁴
-    chance) after any edit."""
-    return hash(tuple((name, tuple(map(tuple, m)) if type(m) is list else m)
-                      for name, m in tensors))
+class Seal:
+    """What a forward pass made, and the params and x it was made from, kept as copies apart from
+    the cache: the backward pass compares them with what it is given. Its repr is short: a seal is
+    not for reading."""
+
+    def __init__(self, cache, params=None, x=None):
+        self.cache = _copied(cache)
+        self.x = None if x is None else _copied(x)
+        self.params = None if params is None else _copied(_params_of(params))
+
+    def __repr__(self):
+        return "<seal: what the forward pass made, to check the cache against>"
 
 
-def _params_list(params):
-    return [(name, params[name]) for name in ("Wq", "Wk", "Wv", "Wo")]
+def _copied(value):
+    """A copy of a dict of matrices and values, or of a matrix, deep enough that no edit of the
+    original reaches it."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [list(row) if type(row) is list else row for row in value]
+    return value
+
+
+def _params_of(params):
+    return {name: params[name] for name in ("Wq", "Wk", "Wv", "Wo")}
 
 
 def sealed(cache, params=None, x=None):
-    """The cache of a forward pass, sealed: "seal" holds fingerprints of its entries and, for the
-    layer, of the params and x it was made from."""
-    seal = {"cache": _fingerprint(cache.items())}
-    if x is not None:
-        seal.update(x=_fingerprint([("x", x)]), params=_fingerprint(_params_list(params)))
-    return {**cache, "seal": seal}
+    """The cache of a forward pass, sealed: "seal" keeps copies of its entries and, for the layer,
+    of the params and x it was made from."""
+    return {**cache, "seal": Seal(cache, params, x)}
 
 
 def _check_seal(cache, keys, made_by):
-    """Raise unless cache is a dict made_by returned, with every key and no entry changed since."""
+    """Raise unless cache is a dict made_by returned, with every key and no entry changed since
+    (compared by value: −0.0 for 0.0 changes no result)."""
     if not isinstance(cache, dict):
         raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
     missing = [key for key in keys + ("seal",) if key not in cache]
     if missing:
         raise ValueError(f"cache must be the dict {made_by} returned; it has no "
                          f"{', '.join(missing)}")
-    try:
-        unchanged = _fingerprint((key, value) for key, value in cache.items()
-                                 if key != "seal") == cache["seal"]["cache"]
-    except (TypeError, KeyError):       # an entry that is no longer a matrix, or a foreign seal
-        unchanged = False
-    if not unchanged:
+    seal = cache["seal"]
+    entries = {key: value for key, value in cache.items() if key != "seal"}
+    if not isinstance(seal, Seal) or entries != seal.cache:
         raise ValueError(f"cache is not what {made_by} returned: an entry was changed or replaced "
                          f"since; run {made_by} again")
 
@@ -321,8 +340,9 @@ def check_backward(params, x, cache, d_out):
     d_model, _ = check_params(params)
     T, _ = check_matrix("x", x, cols=d_model, label="input")
     _check_seal(cache, _CORE_KEYS + ("out", "mask"), "attention_forward")
-    for what, tensors in (("x", [("x", x)]), ("params", _params_list(params))):
-        if cache["seal"].get(what) != _fingerprint(tensors):
+    for what, given, kept in (("x", x, cache["seal"].x),
+                              ("params", _params_of(params), cache["seal"].params)):
+        if given != kept:
             raise ValueError(f"cache was made by attention_forward for another {what} (or {what} "
                              f"was changed since): run attention_forward again on these params "
                              f"and x")

@@ -30,7 +30,8 @@ class Report:
         self.lines = []
 
     def say(self, line=""):
-        print(line, flush=True)
+        show(line + "\n")
+        sys.stdout.flush()
         self.lines.append(line)
 
     def record(self, path):
@@ -72,10 +73,11 @@ def parse_trace_args(parser, argv, other_inputs=()):
     return args
 
 
-def save_view(path, text):
-    """Write a view (an SVG) the user asked for, atomically, and say so. Refuses an empty path, a
-    folder and the files this folder ships."""
-    check_output_path(path)
+def save_view(path, text, maker):
+    """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so.
+    Refuses an empty path, a folder and the files this folder ships, but the view that maker
+    (the command, as safe_io.VIEWS names it) wrote itself."""
+    check_output_path(path, maker)
     write_atomic(path, text)
     show(f"wrote {path}\n")
 
@@ -102,6 +104,9 @@ def guarded(action):
         return fail(str(e))
     except RecursionError:
         return fail("a file is nested too deeply to read")
+    except KeyboardInterrupt:      # Ctrl-C: a write under way has already put the old file back
+        fail("interrupted")
+        return 130
     except MemoryError:
         return fail("out of memory: the input is too large")
 

@@ -538,8 +538,12 @@ Enter or Space locks or unlocks it. The address keeps the state, #mode=…&amp;r
 
 
 def lesson_page(params, x, tokens, sentence):
-    """The lesson's explorer for x (T, d_model) of the tokens of sentence: the three mask modes."""
+    """The lesson's explorer for x (T, d_model) of the tokens of sentence: the three mask modes.
+    Raises ValueError unless there is one token per row of x, at most MAX_TOKENS of them."""
     labels = token_labels(tokens)
+    if not 1 <= len(x) <= MAX_TOKENS or len(labels) != len(x):
+        raise ValueError(f"the explorer takes 1 to {MAX_TOKENS} positions, one token each; got "
+                         f"{len(x)} rows of x and {len(labels)} tokens")
     note = ("Every number on this page was computed in Python by attention_forward (attention.py) "
             "and written in by trace_attention.py --html; the page's script only shows them. "
             "Untrained, seeded weights; positions count from 1.")
@@ -550,10 +554,13 @@ def lesson_page(params, x, tokens, sentence):
 def lab_page(result, head=HEAD, changes=()):
     """The lab's explorer: each case of lab06.cases(result, head, changes) as a map, with its
     arithmetic in fractions where they are exact. Raises ValueError for a head of more than
-    MAX_TOKENS positions."""
+    MAX_TOKENS positions, or a result that lab06.lab or lab06.experiment did not return."""
+    if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
+        raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
     T = len(result["baseline"]["weights"])
     if T > MAX_TOKENS:
         raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
+    found = cases(result, head, changes)
     labels = position_labels(T)
     note = ("Every number on this page was computed in Python by lab06.py through attend, the core "
             "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
@@ -561,6 +568,4 @@ def lab_page(result, head=HEAD, changes=()):
             "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
     return page("Lab 06: one attention head, changed one piece at a time", note,
                 "perturb_attention.py --html", "map",
-                explored(lab_maps(cases(result, head, changes), head), labels, labels,
-                         ("Z", "z"),
-                         exact=True))
+                explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))

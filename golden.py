@@ -19,8 +19,10 @@ from safe_io import read_text, write_atomic
 
 
 def to_json(obj):
-    """The one JSON layout of every recorded file: indent 2, UTF-8 text as is, a final newline."""
-    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    """The one JSON layout of every recorded file: indent 2, UTF-8 text as is, a final newline.
+    Raises ValueError for a NaN or an infinity, which JSON cannot hold (rounded writes −∞ as
+    null)."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def rounded(value, digits):
@@ -45,8 +47,8 @@ def rounded(value, digits):
 
 
 def changed_rows(a, b):
-    """Indices of the rows that differ at all; any changed bit counts, and a row only one side has
-    counts. Both labs use it.
+    """Indices of the rows that differ at all: any changed value counts (−0.0 and 0.0 are one
+    value), and so does a row only one side has. Both labs use it.
 
     >>> changed_rows([[1.0], [2.0]], [[1.0], [2.5], [3.0]])
     [1, 2]

@@ -11,25 +11,40 @@ dropped path, a missing 1/√d) misses by far more.
 """
 
 
+import math
+
 EPS = 1e-6       # the lesson's ε
 
 
 def central_differences(f, matrix, eps=EPS):
     """(f() with m + eps − f() with m − eps) / 2·eps for every entry m of matrix, changed in place
-    and restored after. Returns a matrix of matrix's shape.
+    and restored after, even when f raises. Returns a matrix of matrix's shape.
 
     >>> central_differences(lambda: w[0][0] ** 2, w := [[3.0]])  # d(w²)/dw = 2w = 6
     [[6.000000000838668]]
+
+    Raises ValueError for an eps that is not a finite number above 0, a matrix whose rows are one
+    list repeated (a change to one would change them all), or an f that gives no finite number.
     """
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+        raise ValueError(f"eps must be a finite number above 0, got {eps!r}")
+    if len({id(row) for row in matrix}) != len(matrix):
+        raise ValueError("central_differences needs rows that are separate lists; these repeat "
+                         "one list (as [row] * n does): copy them first")
     grad = []
-    for row in matrix:
+    for i, row in enumerate(matrix):
         grad_row = []
         for j, saved in enumerate(row):
-            row[j] = saved + eps
-            up = f()
-            row[j] = saved - eps
-            down = f()
-            row[j] = saved
+            try:
+                row[j] = saved + eps
+                up = f()
+                row[j] = saved - eps
+                down = f()
+            finally:
+                row[j] = saved
+            if not all(isinstance(y, (int, float)) and math.isfinite(y) for y in (up, down)):
+                raise ValueError(f"f must give a finite number, got {up!r} and {down!r} around "
+                                 f"entry [{i}][{j}]")
             grad_row.append((up - down) / (2 * eps))
         grad.append(grad_row)
     return grad
@@ -37,12 +52,15 @@ def central_differences(f, matrix, eps=EPS):
 
 def max_err(a, b):
     """The largest absolute difference between two dicts of gradient matrices. Raises ValueError
-    when their names or shapes differ: a gap over the shorter of two lists would hide a missing
-    gradient.
+    when their names or shapes differ (a gap over the shorter of two lists would hide a missing
+    gradient) or a gap is not finite (max would pass a NaN over).
 
     >>> max_err({"W": [[1.0, 2.0]]}, {"W": [[1.0, 2.5]]})
     0.5
     """
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        raise TypeError(f"max_err needs two dicts of gradients, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
     if a.keys() != b.keys():
         raise ValueError(f"max_err needs the same gradients on both sides, got {sorted(a)} and "
                          f"{sorted(b)}")
@@ -53,5 +71,11 @@ def max_err(a, b):
             raise ValueError(f"max_err needs {name} of one shape on both sides, got "
                              f"{[len(r) for r in rows_a]} and {[len(r) for r in rows_b]} entries "
                              f"per row")
-        gaps += [abs(p - q) for row_a, row_b in zip(rows_a, rows_b) for p, q in zip(row_a, row_b)]
+        for i, (row_a, row_b) in enumerate(zip(rows_a, rows_b)):
+            for j, (p, q) in enumerate(zip(row_a, row_b)):
+                gap = abs(p - q)
+                if not math.isfinite(gap):
+                    raise ValueError(f"max_err needs finite gradients, got {p!r} and {q!r} at "
+                                     f"{name}[{i}][{j}]")
+                gaps.append(gap)
     return max(gaps)

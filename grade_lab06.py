@@ -41,7 +41,7 @@ import time
 
 import lab06
 from attention import attend, causal_mask, masked_softmax, matmul, transpose
-from safe_io import write_atomic
+from safe_io import check_output_path, write_atomic
 
 TOLERANCE = 1e-9      # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
 LIKENESS = 1e-6       # how close wrong numbers must come to a known mistake's for it to be named
@@ -112,6 +112,7 @@ def scaffold(path):
     if os.path.lexists(path):
         raise ValueError(f"{path} already exists: the scaffold never overwrites a file "
                          f"(pick another name, or delete it first)")
+    check_output_path(path)
     names = [name for name, _ in lab_checks()]
     text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
             .replace("CHECKS", "\n".join(f"    {n:2}. {name}" for n, name in enumerate(names, 1))))

@@ -74,7 +74,10 @@ def exact_fraction(x):
     >>> exact_fraction(1 / 3), exact_fraction(2.0), exact_fraction(math.log(2))
     (Fraction(1, 3), Fraction(2, 1), None)
     """
-    if not isinstance(x, (int, float)) or not math.isfinite(x):
+    try:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            return None
+    except OverflowError:         # an int no float can hold
         return None
     fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
     return fraction if abs(Fraction(x) - fraction) <= EXACT else None
@@ -84,9 +87,12 @@ def projected(head=HEAD):
     """Fresh Q = X·WQ, K = X·WK, V = X·WV (or the head's own "V") and a copy of the allowed mask:
     new lists on every call. The lab's head by default: each (3, 2), and the causal (3, 3) mask.
     Raises ValueError for a head without one of them, and as matmul does."""
+    if not isinstance(head, dict):
+        raise TypeError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed, got "
+                        f"{type(head).__name__}")
     needed = ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
-    if not isinstance(head, dict) or any(key not in head for key in needed):
-        missing = [key for key in needed if not isinstance(head, dict) or key not in head]
+    if any(key not in head for key in needed):
+        missing = [key for key in needed if key not in head]
         raise ValueError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed; missing "
                          f"{', '.join(missing)}")
     v = ([list(row) for row in head["V"]] if "V" in head else matmul(head["X"], head["WV"]))
@@ -102,7 +108,8 @@ def everything_allowed(q, k):
 def buggy_post_softmax(q, k, v, allowed):
     """The deliberate bug: softmax over every source, then zero the blocked weights without
     renormalizing. Returns (weights, output). The future has already entered each row's
-    denominator."""
+    denominator. Raises ValueError as attend does, for the mask too."""
+    check_allowed(allowed, len(q), len(k))
     unmasked_weights = attend(q, k, v, everything_allowed(q, k))["weights"]
     weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)]
                for row, allowed_row in zip(unmasked_weights, allowed)]
@@ -128,11 +135,26 @@ def _stage(change):
     return getattr(change, "stage", "inputs")
 
 
+def checked_changes(changes):
+    """changes as a list, each made by one of this module's change builders (ablate_value,
+    set_query, scale_key, block, shift_values, offset_scores, set_weights), or a TypeError."""
+    if isinstance(changes, (str, bytes, dict)) or not hasattr(changes, "__iter__"):
+        raise TypeError(f"changes must be a list of changes, got {type(changes).__name__}")
+    changes = list(changes)
+    for n, change in enumerate(changes):
+        if not callable(change) or not hasattr(change, "description"):
+            raise TypeError(f"change {n + 1} must be made by a change builder of lab06 "
+                            f"(ablate_value, set_query, ...), got {type(change).__name__}")
+    return changes
+
+
 def run(head=HEAD, changes=()):
     """Every intermediate of a head after changes, from fresh copies: q, k, v, allowed, scores
     (before the mask), masked_scores, weights and output. The changes of Q, K, V and the mask go
     first, in order, then attend; score changes redo their rows' softmax with the core's
-    masked_softmax, weight changes the mixture with the core's matmul."""
+    masked_softmax, weight changes the mixture with the core's matmul. Raises TypeError for a
+    change that none of this module's change builders made."""
+    changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
     for change in changes:
         if _stage(change) == "inputs":
@@ -167,7 +189,10 @@ def baseline(head=HEAD):
 
 
 def intervene(changes, base, head=HEAD):
-    """Apply changes to fresh copies, run the head, and compare with the baseline."""
+    """Apply changes to fresh copies, run the head, and compare with the baseline (what
+    baseline(head) returned)."""
+    if not isinstance(base, dict) or "weights" not in base or "output" not in base:
+        raise ValueError("base must be what baseline(head) returned, with weights and output")
     after = run(head, changes)
     return {"weights": after["weights"], "output": after["output"],
             "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
@@ -178,6 +203,21 @@ def intervene(changes, base, head=HEAD):
 
 def subscript(n):
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+
+
+def _position(n, what):
+    """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} must be a position counted from 1, an int, got "
+                        f"{type(n).__name__} {n!r}")
+
+
+def _numbers(values, what):
+    """Raise unless values is a list of finite numbers (each a float can hold)."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{what} must be a list of numbers, got {type(values).__name__}")
+    for j, value in enumerate(values):
+        check_number(f"{what}'s entry {j + 1}", value)
 
 
 def _index(n, count, what):
@@ -204,6 +244,8 @@ def short(x):
 
 def ablate_value(j):
     """v_j := 0; the weights are not renormalized."""
+    _position(j, "the value's position")
+
     def change(q, k, v, allowed):
         v[_index(j, len(v), "value")] = [0.0] * len(v[0])
     change.description = f"v{subscript(j)} := 0"
@@ -212,6 +254,9 @@ def ablate_value(j):
 
 def set_query(i, values):
     """q_i := values; the weights of row i are recomputed."""
+    _position(i, "the query's position")
+    _numbers(values, "the query")
+
     def change(q, k, v, allowed):
         if len(values) != len(q[0]):
             raise ValueError(f"query {i} needs {len(q[0])} numbers for this head, "
@@ -223,6 +268,9 @@ def set_query(i, values):
 
 def scale_key(j, c):
     """k_j := c·k_j."""
+    _position(j, "the key's position")
+    check_number("the key's factor", c)
+
     def change(q, k, v, allowed):
         at = _index(j, len(k), "key")
         k[at] = [c * value for value in k[at]]
@@ -233,6 +281,9 @@ def scale_key(j, c):
 def block(i, j):
     """Query i may no longer read source j; source j stays in the sequence. Raises ValueError
     when that leaves query i no source at all."""
+    _position(i, "the query's position")
+    _position(j, "the source's position")
+
     def change(q, k, v, allowed):
         row = _index(i, len(q), "query")
         allowed[row][_index(j, len(k), "source")] = False
@@ -245,6 +296,8 @@ def block(i, j):
 
 def shift_values(shift):
     """v_j := v_j + shift for every j: one vector added to every value, the scores untouched."""
+    _numbers(shift, "the shift")
+
     def change(q, k, v, allowed):
         if len(shift) != len(v[0]):
             raise ValueError(f"the shift needs {len(v[0])} numbers for this head, got {len(shift)}")
@@ -257,6 +310,9 @@ def shift_values(shift):
 def offset_scores(i, c):
     """Add c to every score of row i (a blocked one stays −∞), then take that row's softmax
     again. A stable softmax gives the same weights, up to the rounding of s + c."""
+    _position(i, "the row")
+    check_number("the offset", c)
+
     def change(scores, allowed):
         at = _index(i, len(scores), "row")
         scores[at] = [s + c for s in scores[at]]
@@ -269,6 +325,9 @@ def set_weights(i, weights):
     """a_i := weights after the softmax, a map of your own for row i; the mixture is taken again.
     Raises ValueError for a row of the wrong length, a number that is not finite, or a weight on a
     source the mask blocks."""
+    _position(i, "the row")
+    _numbers(weights, "the weights")
+
     def change(all_weights, allowed):
         at = _index(i, len(all_weights), "row")
         if len(weights) != len(all_weights[at]):
@@ -386,7 +445,11 @@ def read_head(path):
 def with_values(head, values):
     """The head with values of your own: V := values (one row per position) in place of X·WV, for
     the baseline and every change. Raises ValueError when they do not fit the head."""
-    check_matrix("V", values)
+    rows, cols = check_matrix("V", values)
+    if cols > MAX_SIZE:
+        raise ValueError(f"V is ({rows}, {cols}): the lab's views take widths of at most "
+                         f"{MAX_SIZE}")
+    projected(head)                       # a head with all it needs
     if len(values) != len(head["X"]):
         raise ValueError(f"V needs one row per position of the head ({len(head['X'])}), "
                          f"got {len(values)} rows")
@@ -400,6 +463,9 @@ def experiment(head, changes=(), bugs=()):
     shift_values, offset_scores, set_weights), the one intervention they make together; with bugs
     (names in BUGS), each buggy procedure, after the changes of Q, K, V and the mask when there are
     any, with the rows that changed from the same procedure on the unchanged head."""
+    changes = checked_changes(changes)
+    if isinstance(bugs, str) or any(bug not in BUGS for bug in bugs):
+        raise ValueError(f"bugs must be a list of names from {', '.join(BUGS)}, got {bugs!r}")
     base = baseline(head)
     result = {"head": head, "baseline": base}
     after = run(head, changes)
@@ -452,6 +518,8 @@ def cases(result, head=HEAD, changes=()):
     softmax), the rows of A and Z that changed, and before (the case it is compared with, or
     None). For the lab's result, or an experiment's with the changes it made; the views of
     perturb_attention.py and explorer.py show them."""
+    if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
+        raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
     base = result["baseline"]
     labels = position_labels(len(base["weights"]))
 

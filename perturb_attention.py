@@ -33,8 +33,8 @@ number as a fraction only where it lies within 1e-12 of one with a denominator o
 import argparse
 import math
 import os
+import re
 import sys
-from fractions import Fraction
 
 import lab06
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
@@ -186,11 +186,25 @@ def _flagged(flag, text, change):
 
 
 def _numbers(text):
-    """"1,-2,3/8" -> [1.0, -2.0, 0.375]; raises ValueError for anything else."""
-    try:
-        return [float(Fraction(part)) for part in text.split(",")]
-    except ZeroDivisionError:
-        raise ValueError(text) from None
+    """"1,-2,3/8" -> [1.0, -2.0, 0.375]: decimals, or fractions of two integers of at most 30
+    digits. Raises ValueError for anything else, a zero denominator, or a number beyond float
+    range (1e400)."""
+    numbers = []
+    for part in text.split(","):
+        top, slash, bottom = part.strip().partition("/")
+        if slash:
+            if not (_INTEGER.fullmatch(top) and _INTEGER.fullmatch(bottom)) or int(bottom) == 0:
+                raise ValueError(text)
+            number = int(top) / int(bottom)
+        else:
+            number = float(part)
+        if not math.isfinite(number):
+            raise ValueError(text)
+        numbers.append(number)
+    return numbers
+
+
+_INTEGER = re.compile(r"[+-]?\d{1,30}")
 
 
 def _position_then_numbers(text):
@@ -329,9 +343,9 @@ def _run(args):
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
     if args.svg is not None:
-        save_view(args.svg, lab_svg(result, head, changes))
+        save_view(args.svg, lab_svg(result, head, changes), "perturb_attention.py --svg")
     if args.html is not None:
-        save_view(args.html, lab_page(result, head, changes))
+        save_view(args.html, lab_page(result, head, changes), "perturb_attention.py --html")
     if args.table:
         show(lab_table(result, head, changes))
     if args.svg is not None or args.table or args.html is not None:

@@ -31,14 +31,19 @@ SHIPPED = frozenset("""
     test_readme.py test_readme_errors.py test_training.py test_views.py tokenizer.json
     trace_attention.py train_attention.py training-run.json views.py
 """.split())
-VIEWS = frozenset(("attention-weights.svg", "learned-attention.svg", "attention-explorer.html",
-                   "lab06-explorer.html", "attention-explorer.png"))
+VIEWS = {"attention-weights.svg": "trace_attention.py --svg",
+         "learned-attention.svg": "train_attention.py --svg",
+         "attention-explorer.html": "trace_attention.py --html",
+         "lab06-explorer.html": "perturb_attention.py --html",
+         "attention-explorer.png": "browser.py"}     # each view the folder ships, and its maker
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):
     """The UTF-8 text of a file, read whole only when it is at most limit bytes. Raises ValueError
     naming the file when it is larger or not UTF-8, and OSError when it cannot be read."""
     name = os.path.basename(path) or path
+    if os.path.exists(path) and stat.S_ISFIFO(os.stat(path).st_mode):
+        raise ValueError(f"{name} is a pipe: expected a file (a pipe with no writer never ends)")
     with open(path, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
@@ -50,21 +55,23 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
                          f"{data[e.start]:#04x}") from None
 
 
-def check_output_path(path):
-    """Refuse an empty output path, a folder, and any file this project ships (but its VIEWS) or
-    its git history: a view is no golden file."""
+def check_output_path(path, maker=None):
+    """Refuse an empty output path, a folder, the folder's git history, and any file this project
+    ships but the view that maker (a command such as "trace_attention.py --svg") itself wrote:
+    a view is no golden file, and one view is not another."""
     if not path:
         raise ValueError("the output path is empty: expected a file name")
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder: expected a file name")
     target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
-    if target in SHIPPED - VIEWS or target.split(os.sep)[0] == ".git":
+    if target.split(os.sep)[0] == ".git" or (target in SHIPPED and (
+            target not in VIEWS or VIEWS[target] != maker)):
         raise ValueError(f"{path} is one of this folder's own files: write the view somewhere "
                          f"else")
 
 
 def write_atomic(path, text):
-    """Write text to path whole or not at all: through a temporary file beside the target, renamed
+    """Write text (a str, or bytes for a picture) to path whole or not at all: through a temporary file beside the target, renamed
     into place. A symlink's target is replaced and the link kept; a target that exists and is not a
     regular file (a device, a FIFO, /dev/stdout) is written to directly. The temporary file is
     removed on any error and on SIGTERM, SIGHUP or Ctrl-C. A file without write permission is not
@@ -75,7 +82,7 @@ def write_atomic(path, text):
                                                              | stat.S_IWOTH):
         raise OSError(f"cannot write {path}: the file is read-only")
     if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
+        with _open_for(path, text) as f:
             f.write(text)
         return
     target = os.path.realpath(path)
@@ -89,7 +96,7 @@ def write_atomic(path, text):
     try:
         with _raising_on_signals():
             os.chmod(tmp, _readable_mode(target))  # mkstemp makes the file private
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            with _open_for(fd, text) as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
@@ -100,6 +107,13 @@ def write_atomic(path, text):
         if isinstance(e, OSError):
             raise OSError(f"cannot write {path}: {e.strerror or e}") from None
         raise
+
+
+def _open_for(file, text):
+    """A file (a path or a descriptor) opened to write text: as UTF-8 text, or as bytes."""
+    if isinstance(text, bytes):
+        return open(file, "wb")
+    return open(file, "w", encoding="utf-8", newline="\n")
 
 
 _STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))

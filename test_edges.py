@@ -18,10 +18,14 @@ import xml.etree.ElementTree as ET
 from unittest import mock
 
 import bpe
+import cli
+import golden
+import grade_lab06
 import gradcheck
 import lab06 as lab
 import safe_io
 import trace_attention as ta
+import views
 from attention import (add, attend, attend_backward, attention_backward, attention_forward,
                        causal_mask, init_attention, masked_softmax, matmul, softmax_row, transpose)
 from helpers_for_tests import HERE, MessageAssertions, folder_copy, run_main, run_script
@@ -225,7 +229,7 @@ class HelpersAtTheDoor(MessageAssertions, unittest.TestCase):
         self.assertMessage(ValueError, "max_err needs the same gradients on both sides",
                            gradcheck.max_err, {"W": [[1.0]]}, {"V": [[1.0]]})
         params, x = lesson()
-        self.assertMessage(ValueError, "loss needs r of out's shape (6, 4), got (5, 4)",
+        self.assertMessage(ValueError, "loss needs r of out's shape (6, 4), got 5 rows",
                            ta.loss, params, x, ta.readout(5))
 
     def test_text_table_refuses_rows_that_do_not_fit_the_labels(self):
@@ -404,11 +408,16 @@ class EveryShippedFileIsProtected(MessageAssertions, unittest.TestCase):
             self.skipTest("git is not available here")
         self.assertEqual(sorted(safe_io.SHIPPED), sorted(done.stdout.split()))
 
-    def test_the_shipped_views_are_rewritten_by_their_commands_and_nothing_else_is(self):
-        self.assertLessEqual(safe_io.VIEWS, safe_io.SHIPPED)
-        for name in safe_io.VIEWS:
-            safe_io.check_output_path(os.path.join(HERE, name))      # no error
-        self.assertTrue(all(name.endswith((".svg", ".html", ".png")) for name in safe_io.VIEWS))
+    def test_each_shipped_view_is_rewritten_by_its_own_command_and_no_other(self):
+        self.assertLessEqual(set(safe_io.VIEWS), safe_io.SHIPPED)
+        makers = set(safe_io.VIEWS.values())
+        for name, maker in safe_io.VIEWS.items():
+            path = os.path.join(HERE, name)
+            safe_io.check_output_path(path, maker)      # no error
+            for other in makers - {maker} | {None}:
+                with self.subTest(view=name, maker=other):
+                    self.assertMessage(ValueError, "one of this folder's own files",
+                                       safe_io.check_output_path, path, other)
 
     def test_no_view_or_tokenizer_overwrites_a_shipped_file(self):
         """Recorded files, source, the benchmark records, the CI script, the README (copies)."""
@@ -524,6 +533,121 @@ class LabHeadsAndFlags(MessageAssertions, unittest.TestCase):
                 done = run_script("perturb_attention.py", *args)
                 self.assertOneLineError(done, fragment)
                 self.assertEqual(done.returncode, 2)
+
+
+class SecondHostilePass(MessageAssertions, unittest.TestCase):
+    """What a second hostile pass over every public surface found, each kept fixed."""
+
+    def test_a_cache_edit_that_a_hash_would_miss_is_refused(self):
+        params, _ = lesson()
+        x = [[-1.0, 0.28, 0.69, 0.22], [0.47, 0.13, -0.97, 0.42]]
+        cache = attention_forward(params, x)
+        x[0][0] = -2.0                  # hash(-1.0) == hash(-2.0)
+        self.assertMessage(ValueError, "for another x", attention_backward, params, x, cache,
+                           [[1.0] * 4] * 2)
+        x[0][0] = -1.0
+        cache["weights"][0][0] = 2.0 ** 61   # hash(1.0) == hash(2.0 ** 61)
+        self.assertMessage(ValueError, "an entry was changed", attention_backward, params, x,
+                           cache, [[1.0] * 4] * 2)
+        reordered = dict(sorted(attention_forward(params, x).items()))
+        attention_backward(params, x, reordered, [[1.0] * 4] * 2)     # the same entries: fine
+
+    def test_the_gradient_check_cannot_pass_a_nan_or_leave_a_weight_changed(self):
+        self.assertMessage(ValueError, "max_err needs finite gradients, got nan and 1.0 at W[0][0]",
+                           gradcheck.max_err, {"W": [[math.nan, 1.0]]}, {"W": [[1.0, 1.0]]})
+        self.assertMessage(TypeError, "max_err needs two dicts", gradcheck.max_err, [1], [1])
+        for eps in (0, -1e-6, math.nan, math.inf, True):
+            with self.subTest(eps=eps):
+                self.assertMessage(ValueError, "eps must be a finite number above 0",
+                                   gradcheck.central_differences, lambda: 0.0, [[1.0]], eps)
+        row = [1.0, 2.0]
+        self.assertMessage(ValueError, "rows that are separate lists",
+                           gradcheck.central_differences, lambda: 0.0, [row, row])
+        w = [[0.5]]
+
+        def breaks():
+            raise ValueError("a loss that fails")
+
+        with self.assertRaises(ValueError):
+            gradcheck.central_differences(breaks, w)
+        self.assertEqual(w, [[0.5]], "the weight was left changed")
+        self.assertMessage(ValueError, "f must give a finite number",
+                           gradcheck.central_differences, lambda: math.nan, [[1.0]])
+
+    def test_the_lesson_helpers_name_what_they_are_given(self):
+        params, x = lesson()
+        self.assertMessage(ValueError, "r[0][0] must be a finite number, got nan", ta.loss,
+                           params, x, [[math.nan] * 4] * 6)
+        self.assertMessage(TypeError, "r must be a list of rows, got NoneType", ta.loss, params,
+                           x, None)
+        self.assertMessage(ValueError, "rows must be at least 1, got -1", ta.embeddings, -1)
+        self.assertMessage(TypeError, "tokenizer must be a bpe.Tokenizer", ta.lesson_setup,
+                           "tokenizer.json")
+        self.assertMessage(ValueError, "the sentence '' has no token", ta.inputs,
+                           ta.lesson_setup()[0], "", ta.lesson_setup()[2])
+
+    def test_the_labs_builders_and_entry_points_refuse_what_does_not_fit(self):
+        self.assertMessage(TypeError, "an int, got bool True", lab.ablate_value, True)
+        self.assertMessage(ValueError, "got an int of 1329 bits", lab.scale_key, 3, HUGE_INT)
+        self.assertMessage(ValueError, "bugs must be a list of names", lab.experiment, lab.HEAD,
+                           (), "post-softmax")
+        self.assertMessage(TypeError, "must be made by a change builder of lab06",
+                           lab.experiment, lab.HEAD, [lambda q, k, v, allowed: None])
+        weights = lab.run(lab.HEAD, iter([lab.set_weights(3, [1.0, 0.0, 0.0])]))["weights"]
+        self.assertEqual(weights[2], [1.0, 0.0, 0.0])        # an iterator of changes is whole
+        q, k, v, _ = lab.projected()
+        self.assertMessage(ValueError, "allowed must be a (3, 3) matrix", lab.buggy_post_softmax,
+                           q, k, v, [[True] * 4] * 3)
+        self.assertIsNone(lab.exact_fraction(HUGE_INT))
+
+    def test_number_flags_beyond_float_range_are_one_line_at_once(self):
+        for value in ("3=1e400", "3=1e99999999", "3=1/0"):
+            with self.subTest(value=value):
+                done = run_script("perturb_attention.py", "--scale-key", value)
+                self.assertOneLineError(done, f"--scale-key takes J=c such as 3=2, got '{value}'")
+
+    def test_a_pipe_as_a_file_is_refused_instead_of_waiting_forever(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "pipe.json")
+            os.mkfifo(fifo)
+            self.assertOneLineError(run_main(bpe.main, "encode", "mia", "--tokenizer", fifo),
+                                    "pipe.json is a pipe: expected a file")
+
+    def test_ctrl_c_is_one_line(self):
+        def interrupted():
+            raise KeyboardInterrupt
+
+        done = run_main(lambda argv: cli.guarded(interrupted))
+        self.assertEqual((done.returncode, done.stderr), (130, "error: interrupted\n"))
+
+    def test_no_python_api_write_reaches_a_shipped_file_or_git(self):
+        tokenizer = ta.lesson_setup()[0]
+        with folder_copy("README.md") as copy:
+            self.assertMessage(ValueError, "one of this folder's own files", tokenizer.save,
+                               os.path.join(copy, "README.md"))
+            os.makedirs(os.path.join(copy, ".git"))
+            self.assertMessage(ValueError, "one of this folder's own files",
+                               grade_lab06.scaffold,
+                               os.path.join(copy, ".git", "tiny.py"))
+        self.assertMessage(ValueError, "alphabet entry 0 is '\\udc80', half of a surrogate pair",
+                           bpe.Tokenizer, ["\udc80"], [])
+
+    def test_a_quick_benchmark_is_not_recorded(self):
+        for script in ("bench_attention.py", "bench_bpe.py"):
+            with self.subTest(script=script):
+                done = run_script(script, "--quick", "--record")
+                self.assertOneLineError(done, "--record keeps the full run the README quotes")
+
+    def test_views_refuse_what_they_cannot_draw(self):
+        self.assertMessage(TypeError, "token_labels needs a list of token strings",
+                           views.token_labels, "abc")
+        self.assertMessage(ValueError, "weights must be finite numbers", panel, "t", ["a"],
+                           ["a"], [[math.inf]], [[False]])
+        self.assertMessage(ValueError, "side-highlighted rows must be ints 0 to 0",
+                           lambda: panel("t", ["a"], ["a"], [[1.0]], [[False]],
+                                         side=("Z", [[1.0]]), side_highlight=[99]))
+        self.assertMessage(ValueError, "Out of range float values", golden.to_json,
+                           [math.nan])
 
 
 class SafeViews(MessageAssertions, unittest.TestCase):

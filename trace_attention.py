@@ -26,6 +26,7 @@ import sys
 from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
+from checks import check_matrix, check_sizes
 from bpe import Tokenizer, chunks
 from cli import guarded, parse_trace_args, save_view, show, trace_parser
 from explorer import lesson_page
@@ -46,7 +47,11 @@ TRACE_PATH = os.path.join(HERE, "attention-trace.json")
 
 
 def _table(rows, seed):
-    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed), drawn row by row."""
+    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed), drawn row by row.
+    Raises ValueError unless rows is an int of at least 1 and seed an int."""
+    check_sizes(rows=rows)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     rng = random.Random(seed)
     return [[round(rng.uniform(-1, 1), 2) for _ in range(D_MODEL)] for _ in range(rows)]
 
@@ -67,10 +72,9 @@ def loss(params, x, r, mask="causal"):
     """Σ over every entry of out·r, correctly rounded. Raises ValueError unless r has out's shape
     (T, d_model): a sum over the shorter of two lists would hide the mismatch."""
     out = attention_forward(params, x, mask)["out"]
-    if not isinstance(r, list) or len(r) != len(out) or any(
-            not isinstance(row, list) or len(row) != len(out[0]) for row in r):
-        raise ValueError(f"loss needs r of out's shape {shape(out)}, got {shape(r)}, rows of "
-                         f"{sorted({len(row) for row in r if isinstance(row, list)})} entries")
+    rows, _ = check_matrix("r", r, cols=len(out[0]), label="r")
+    if rows != len(out):
+        raise ValueError(f"loss needs r of out's shape {shape(out)}, got {rows} rows")
     return fsum(o * w for out_row, r_row in zip(out, r) for o, w in zip(out_row, r_row))
 
 
@@ -86,9 +90,13 @@ def load_tokenizer():
 
 def inputs(tokenizer, text, embedding, what="the sentence"):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
-    a text of more than MAX_TOKENS tokens, naming it as `what`: the trace and its views are read
-    by a person."""
+    a text of no token or more than MAX_TOKENS tokens, naming it as `what`: the trace and its views
+    are read by a person."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a bpe.Tokenizer, got {type(tokenizer).__name__}")
     ids = tokenizer.encode(text)
+    if not ids:
+        raise ValueError(f"{what} {text!r} has no token: expected at least one")
     if len(ids) > MAX_TOKENS:
         shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
         raise ValueError(f"{what} {shown} has {len(ids)} tokens: the trace and its views take at "
@@ -100,7 +108,10 @@ def lesson_setup(tokenizer=None):
     """(tokenizer, params, embedding): the tokenizer (tokenizer.json unless given), the lesson's
     seeded weights and its seeded embedding table. inputs(tokenizer, text, embedding) then gives
     (ids, x)."""
-    tokenizer = tokenizer or load_tokenizer()
+    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a bpe.Tokenizer (bpe.Tokenizer.load(path) reads one), "
+                        f"got {type(tokenizer).__name__}")
     return tokenizer, init_attention(D_MODEL, D_HEAD, SEED), embeddings(len(tokenizer.vocab))
 
 
@@ -163,7 +174,12 @@ def trace_table(t, shown=("scores", "weights"), run=None):
     """The trace t as aligned text: tokens and ids, the intermediates named in shown (each labelled
     by token, 4 decimals, −∞ as −∞; masked weights as 0), the edit under each mask mode, and the
     gradient check. run is the causal attention_forward of the sentence, for "mixed", which the
-    trace does not record."""
+    trace does not record. Raises ValueError for a name that is not one of INTERMEDIATES, or
+    "mixed" without run."""
+    unknown = [name for name in shown if name not in INTERMEDIATES]
+    if unknown or ("mixed" in shown and run is None):
+        raise ValueError(f"trace_table shows names from {', '.join(INTERMEDIATES)} (mixed with "
+                         f"run), got {', '.join(map(repr, unknown)) or 'mixed without run'}")
     labels = token_labels(t["tokens"])
     blocked = [[s is None for s in row] for row in t["scores"]]
     values = {name: t.get(name) or (run or {}).get(name) for name in shown}
@@ -256,11 +272,12 @@ def _run(args):
         changed = CHANGED if args.sentence is None else edited(sentence)
     recorded = trace(sentence, changed, tokenizer)     # both sentences checked before any output
     if args.svg is not None:
-        save_view(args.svg, weights_svg(sentence, tokenizer))
+        save_view(args.svg, weights_svg(sentence, tokenizer), "trace_attention.py --svg")
     if args.html is not None:
         tokenizer, params, embedding = lesson_setup(tokenizer)
-        save_view(args.html, lesson_page(params, inputs(tokenizer, sentence, embedding)[1],
-                                         tokenizer.tokens(sentence), sentence))
+        page = lesson_page(params, inputs(tokenizer, sentence, embedding)[1],
+                           tokenizer.tokens(sentence), sentence)
+        save_view(args.html, page, "trace_attention.py --html")
     if args.table:
         run = None
         if "mixed" in args.show:          # the one intermediate the trace does not record

@@ -353,7 +353,7 @@ def _run(args):
         return 0
     result = run(args.seed, args.steps, progress=_progress)
     if args.svg is not None:
-        save_view(args.svg, example_svg(result))
+        save_view(args.svg, example_svg(result), "train_attention.py --svg")
         return 0
     if args.write or args.check:
         return write_or_check(to_json(as_recorded(result)), RUN_PATH, args.write, args.check)

@@ -15,6 +15,7 @@ draws only; the numbers come from the traces.
 
 import math
 import re
+from collections import Counter
 import textwrap
 from xml.sax.saxutils import escape as _escape
 
@@ -51,8 +52,14 @@ def token_labels(tokens):
     >>> token_labels(["the", " cat", " saw", " the", " cat"])
     ['the', '␣cat@1', '␣saw', '␣the', '␣cat@4']
     """
+    if isinstance(tokens, str) or not all(isinstance(token, str) for token in tokens):
+        raise TypeError(f"token_labels needs a list of token strings, got {tokens!r:.60}")
     shown = [label(token) for token in tokens]
-    return [f"{name}@{i}" if shown.count(name) > 1 else name for i, name in enumerate(shown)]
+    counts = Counter(shown)
+    labels = [f"{name}@{i}" if counts[name] > 1 else name for i, name in enumerate(shown)]
+    if len(set(labels)) != len(labels):      # a token that reads like another's label: x@0
+        labels = [f"{name}@{i}" for i, name in enumerate(shown)]
+    return labels
 
 
 def number(value, decimals=4):
@@ -63,6 +70,8 @@ def number(value, decimals=4):
     """
     if value is None or value == -math.inf:
         return "−∞"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        return f"an int of {value.bit_length()} bits"
     text = f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
@@ -106,10 +115,14 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
         if len(m) != rows or any(len(row) != cols for row in m):
             raise ValueError(f"{name} must be {rows} × {cols} to fit the labels, got {len(m)} rows "
                              f"of {sorted({len(row) for row in m})} entries")
+    if not all(isinstance(w, (int, float)) and math.isfinite(w) for row in weights for w in row):
+        raise ValueError("weights must be finite numbers, shaded from 0 to 1")
     if side is not None and len(side[1]) != rows:
         raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
-    if any(not 0 <= i < rows for i in highlight):
-        raise ValueError(f"highlighted rows must be 0 to {rows - 1}, got {list(highlight)}")
+    for name, marked in (("highlighted", highlight), ("side-highlighted", side_highlight)):
+        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < rows
+               for i in marked):
+            raise ValueError(f"{name} rows must be ints 0 to {rows - 1}, got {list(marked)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),
             "cols": list(col_labels),
             "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
@@ -237,9 +250,14 @@ def _draw_side(side, x, y, cell, font, decimals):
 def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
     """One self-contained SVG: the panels in rows no wider than max_width (about a README's
     width), a legend for masked and zeroed cells and for the future outline, and an optional note
-    line. Raises ValueError for no panels."""
+    line. Raises ValueError for no panels, TypeError for a panel that panel() did not make or a
+    note that is not text."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
+    if not all(isinstance(p, dict) and "weights" in p for p in panels):
+        raise TypeError("heatmaps_svg needs panels made by views.panel")
+    if note is not None and not isinstance(note, str):
+        raise TypeError(f"note must be text, got {type(note).__name__}")
     parts, x, y, row_height, widest = [], 16.0, 16.0, 0.0, 0.0
     for p in panels:
         elements, width, height = _draw_panel(p, 0.0, 0.0)
