@@ -25,7 +25,9 @@ Its gradients: attention_backward for Wq, Wk, Wv, Wo and x, and a few lines for 
 updates every parameter, with a learning rate that falls linearly to 0.
 
     model = train_model(seed)            the recorded run's training, one story per step
-    predict(model, "mia has a red ball. the ball is")   -> (" red", [("mia", 0.0…), …])
+    predict(model, "mia has a red ball. the ball is")   -> (answer, [(token, weight), …])
+
+python3 train_attention.py trains and measures it from the command line (see there).
 
 The tokenizer is bpe.train on the training stories until no pair is left, so every word with its
 leading space is one token and the colour is one prediction; its alphabet is ALPHABET, so a story
@@ -246,8 +248,8 @@ def log_softmax(row):
     True
     """
     top = max(row)
-    log_total = math.log(fsum(math.exp(s - top) for s in row))
-    return [s - top - log_total for s in row]
+    log_total = math.log(fsum(math.exp(logit - top) for logit in row))
+    return [logit - top - log_total for logit in row]
 
 
 def loss_and_grads(params, prompt, answer):
@@ -282,22 +284,23 @@ class Adam:
         self.mean_sq_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
 
     def step(self, params, grads):
-        """Update params in place with grads: w −= lr · m̂ / (√ŝ + eps) for each weight w,
-        whose mean_grad and mean_sq_grad are m and s; m̂ = m / (1 − b1ᵗ) and
-        ŝ = s / (1 − b2ᵗ) undo the running means' start at zero."""
+        """Update params in place with grads: for each weight w, w −= lr · m̂ / (√ŝ + eps),
+        where m̂ = mean / (1 − b1ᵗ) and ŝ = mean_sq / (1 − b2ᵗ) are its running means
+        undone of their start at zero."""
         self.t += 1
         lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
         b1, b2 = BETAS
-        # constants out of the loop: m̂ / (√ŝ + eps) = (m / c1) / (√s / √c2 + eps)
+        # constants out of the loop: m̂ / (√ŝ + eps) = (mean / c1) / (√mean_sq / √c2 + eps)
         step_size, root_c2, a1, a2 = lr / (1 - b1 ** self.t), sqrt(1 - b2 ** self.t), 1 - b1, 1 - b2
         eps = ADAM_EPS
         for name, grad in grads.items():
-            for w_row, g_row, m_row, s_row in zip(params[name], grad, self.mean_grad[name],
-                                                  self.mean_sq_grad[name]):
+            for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
+                                                           self.mean_grad[name],
+                                                           self.mean_sq_grad[name]):
                 for j, g in enumerate(g_row):
-                    m = m_row[j] = b1 * m_row[j] + a1 * g
-                    s = s_row[j] = b2 * s_row[j] + a2 * g * g
-                    w_row[j] -= step_size * m / (sqrt(s) / root_c2 + eps)
+                    mean = mean_row[j] = b1 * mean_row[j] + a1 * g
+                    mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + a2 * g * g
+                    w_row[j] -= step_size * mean / (sqrt(mean_sq) / root_c2 + eps)
 
 
 # ---- training and answering ---------------------------------------------------------------------
