@@ -232,11 +232,17 @@ def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD, max_tokens=MAX
     return params
 
 
+def layer(params):
+    """The attention layer's own parameters, Wq, Wk, Wv and Wo: all it is given, so that its checks
+    at the door read those and not the embeddings."""
+    return {name: params[name] for name in ("Wq", "Wk", "Wv", "Wo")}
+
+
 def forward(params, ids):
     """Every intermediate of the model on a prompt: x (T, d_model), the layer's cache, and the
     logits (V,) of the token after the last one."""
     x = [[e + p for e, p in zip(params["E"][t], params["P"][i])] for i, t in enumerate(ids)]
-    cache = attention_forward(params, x)
+    cache = attention_forward(layer(params), x)
     return {"x": x, "cache": cache, "logits": matmul(cache["out"][-1:], params["U"])[0]}
 
 
@@ -263,7 +269,7 @@ def loss_and_grads(params, prompt, answer):
     d_out = [[0.0] * len(params["U"]) for _ in prompt]                  # (T, d_model)
     d_out[-1] = matmul([d_logits], transpose(params["U"]))[0]
     # forward: out = attention_forward(params, x)
-    layer_grads, d_x = attention_backward(params, fw["x"], fw["cache"], d_out)
+    layer_grads, d_x = attention_backward(layer(params), fw["x"], fw["cache"], d_out)
     grads.update(layer_grads)
     # forward: x_i = E[prompt[i]] + P[i]
     grads["E"] = [[0.0] * len(row) for row in params["E"]]
