@@ -171,8 +171,9 @@ class Tokenizer:
     """
 
     def __init__(self, alphabet, merges):
-        for name, value in (("alphabet", alphabet), ("merges", merges)):
-            if not isinstance(value, (list, tuple)):
+        for name, value, kinds in (("alphabet", alphabet, (list, tuple, str)),
+                                   ("merges", merges, (list, tuple))):
+            if not isinstance(value, kinds):
                 raise TypeError(f"{name} must be a list, got {type(value).__name__}")
         alphabet, merges = list(alphabet), list(merges)
         for n, ch in enumerate(alphabet):

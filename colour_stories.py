@@ -1,0 +1,459 @@
+"""The colour stories: a task one attention layer learns and a bigram cannot, the two bigrams it is
+measured against, and the model around the lesson's layer that learns it.
+
+A story names a colour in its first sentence and asks for it back in its last:
+
+    today mia has a red ball. tom has a brown kite too. ben runs. the ball is red.
+
+The generator makes the hard cases too: half the training stories hold a distractor, a sentence
+with another colour about another object, anywhere after the first sentence; half open with 1 to 3
+colour-free sentences, so the first sentence stands at many places; every story has 0 to 5
+colour-free fillers. Each held-out set (HELD_OUT) tests one of these apart.
+
+The model, for a prompt of T tokens (a story up to "the ball is"):
+
+    x      = E[ids] + P[0…T−1]               token + position embedding, (T, d_model)
+    out    = attention_forward(params, x)    the lesson's causal layer, unchanged, (T, d_model)
+    logits = out[T−1]·U                      (V,): a score for every token of the vocabulary
+    loss   = −log softmax(logits)[colour]
+
+There is no residual (out + x): the answer is only what the question's attention brings back.
+With one, x[T−1] (" is" and its position) spoke in every answer too; trained on seeds 101 to 110
+both ways, the runs without it did better on their worst held-out sets.
+
+Its gradients: attention_backward for Wq, Wk, Wv, Wo and x, and a few lines for E, P and U. Adam
+updates every parameter, with a learning rate that falls linearly to 0.
+
+    model = train_model(seed)            the recorded run's training, one story per step
+    predict(model, "mia has a red ball. the ball is")   -> (answer, [(token, weight), …])
+
+python3 train_attention.py trains and measures it from the command line (see there).
+
+The tokenizer is bpe.train on the training stories until no pair is left, so every word with its
+leading space is one token and the colour is one prediction; its alphabet is ALPHABET, so a story
+in new lower-case words can be encoded too (the words the stories never use keep their random
+embeddings).
+
+What it leaves out: batches (one story per step), dropout, layer normalization, a second layer.
+"""
+
+import math
+import random
+import time
+from collections import Counter, defaultdict, namedtuple
+from math import fsum, sqrt
+
+from attention import attention_backward, attention_forward, init_attention, matmul, transpose
+from bpe import Tokenizer
+from bpe import train as train_tokenizer
+
+SEED = 1
+D_MODEL, D_HEAD = 12, 8
+MAX_TOKENS = 64                # positions P holds: the longest prompt the model takes
+STEPS = 1000                   # one story per step
+LEARNING_RATE = 0.01           # Adam's, falling linearly to 0 at the last step
+BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+INIT_SCALE = 0.5               # E and U from uniform(−0.5, 0.5)
+TRAIN_STORIES, TEST_STORIES = 1000, 60
+LOSS_EVERY = 100               # steps between two recorded mean losses
+
+COLOURS = ["red", "blue", "green", "yellow", "pink", "brown", "black", "white"]
+NAMES = ["mia", "tom", "sam", "lily", "max", "zoe", "ben", "ana"]
+OBJECTS = ["ball", "hat", "kite", "cup", "car", "box", "sock", "bike"]
+OPENERS = ["", "", "one day, ", "today ", "look! "]
+ADJECTIVES = ["", "", "big ", "small ", "new "]
+FILLERS = ["{name} plays.", "the sun is hot.", "{name} runs.", "{name} sees a dog.", "it is late.",
+           "{name} has a {object} too.", "they sing.", "{name} is happy."]
+SHIFTING_SENTENCE = "the sun is hot."    # put before each plain story in the shifted set
+ALPHABET = " !,.abcdefghijklmnopqrstuvwxyz"
+HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted", "long")
+
+Story = namedtuple("Story", "text colour thing distractor")
+Story.__doc__ = """A story, its answer, the object it asks about, and the distractor's colour (None
+without one)."""
+
+
+# ---- the stories ------------------------------------------------------------------------------
+
+def filler(rng):
+    """A colour-free sentence: a filler, or a lead-in before the first sentence."""
+    return rng.choice(FILLERS).format(name=rng.choice(NAMES), object=rng.choice(OBJECTS))
+
+
+def colour_sentence(rng, name, colour, thing, opener="", too=""):
+    """A sentence that gives a thing a colour, in one of two word orders.
+
+    >>> colour_sentence(random.Random(2), "mia", "red", "ball")
+    'mia has a red ball.'
+    """
+    adjective = rng.choice(ADJECTIVES)
+    if rng.random() < 0.75:
+        return f"{opener}{name} has a {adjective}{colour} {thing}{too}."
+    return f"{opener}the {adjective}{thing} of {name} is {colour}."
+
+
+def story(rng, lead_ins=0, fillers=0, distractor_at=None):
+    """A Story: lead_ins colour-free sentences, the first sentence with the colour, fillers
+    colour-free sentences with a distractor inserted at index distractor_at among them when given
+    (0: right after the first sentence), and the question with its answer.
+
+    >>> story(random.Random(28), fillers=1, distractor_at=0).text
+    'tom has a green kite. sam has a blue car too. they sing. the kite is green.'
+    """
+    name, colour, thing = rng.choice(NAMES), rng.choice(COLOURS), rng.choice(OBJECTS)
+    before = [filler(rng) for _ in range(lead_ins)]
+    first = colour_sentence(rng, name, colour, thing, opener=rng.choice(OPENERS))
+    after = [filler(rng) for _ in range(fillers)]
+    distractor = None
+    if distractor_at is not None:
+        distractor = rng.choice([c for c in COLOURS if c != colour])
+        other_thing = rng.choice([o for o in OBJECTS if o != thing])
+        after.insert(distractor_at,
+                     colour_sentence(rng, rng.choice(NAMES), distractor, other_thing, too=" too"))
+    text = " ".join(before + [first] + after + [f"the {thing} is {colour}."])
+    return Story(text, colour, thing, distractor)
+
+
+def training_story(rng):
+    """A lead-in of 1 to 3 sentences in half the stories, 0 to 5 fillers, and a distractor in half,
+    anywhere after the first sentence."""
+    lead_ins = rng.randint(1, 3) if rng.random() < 0.5 else 0
+    fillers = rng.randint(0, 5)
+    distractor_at = rng.randint(0, fillers) if rng.random() < 0.5 else None
+    return story(rng, lead_ins, fillers, distractor_at)
+
+
+def held_out_story(rng, kind):
+    """A story of one held-out kind (HELD_OUT, but "shifted", which moves the plain ones)."""
+    fillers = rng.randint(6, 8) if kind == "long" else rng.randint(0, 5)
+    if kind == "distractor early":
+        return story(rng, 0, fillers, distractor_at=0)
+    if kind == "distractor late":
+        return story(rng, 0, fillers, distractor_at=fillers)
+    if kind == "lead-in":
+        return story(rng, rng.randint(1, 3), fillers)
+    return story(rng, 0, fillers)
+
+
+def stories(seed):
+    """(train, tests): TRAIN_STORIES training stories, and for each kind of HELD_OUT a list of
+    TEST_STORIES stories, none of them in the training set or in another set. The shifted set is
+    the plain set with SHIFTING_SENTENCE before each story."""
+    rng = random.Random(seed)
+    train = [training_story(rng) for _ in range(TRAIN_STORIES)]
+    seen = {s.text for s in train}
+    tests = {}
+    for kind in HELD_OUT:
+        if kind == "shifted":
+            tests[kind] = [s._replace(text=f"{SHIFTING_SENTENCE} {s.text}")
+                           for s in tests["plain"]]
+            continue
+        tests[kind] = []
+        while len(tests[kind]) < TEST_STORIES:
+            s = held_out_story(rng, kind)
+            if s.text not in seen:
+                seen.add(s.text)
+                tests[kind].append(s)
+    return train, tests
+
+
+def question(s):
+    """A story's text up to its question, without the answer.
+
+    >>> question(Story("mia has a red ball. the ball is red.", "red", "ball", None))
+    'mia has a red ball. the ball is'
+    """
+    return s.text[:-len(f" {s.colour}.")]
+
+
+def unseen_question(s):
+    """The story's question about an object it never mentions: the first of OBJECTS not in it.
+
+    >>> unseen_question(Story("mia has a red ball. the ball is red.", "red", "ball", None))
+    'mia has a red ball. the hat is'
+    """
+    words = set(s.text.replace(".", " ").split())
+    other_thing = next(o for o in OBJECTS if o not in words)
+    return question(s)[:-len(f"the {s.thing} is")] + f"the {other_thing} is"
+
+
+def make_tokenizer(train):
+    """bpe.train on the training stories until no pair is left, over ALPHABET."""
+    learned = train_tokenizer("\n".join(s.text for s in train), 10_000)
+    return Tokenizer(ALPHABET, learned.merges)
+
+
+# ---- the two bigrams ----------------------------------------------------------------------------
+
+def most_frequent_next(pairs):
+    """For each token, the token that most often came next in pairs (the smallest on a tie): all
+    a model that reads one token back can know.
+
+    >>> most_frequent_next([(1, 2), (2, 1), (1, 2), (1, 3), (2, 3)])
+    {1: 2, 2: 1}
+    """
+    counts = defaultdict(Counter)
+    for prev, nxt in pairs:
+        counts[prev][nxt] += 1
+    return {prev: min(after, key=lambda t: (-after[t], t)) for prev, after in counts.items()}
+
+
+def bigrams(tokenizer, train):
+    """The two bigrams of the training stories: "next token", fitted on every pair of adjacent
+    tokens, and "question", fitted on the pairs the layer learns from (" is" → the colour)."""
+    ids = [tokenizer.encode(s.text) for s in train]
+    questions = [tokenizer.encode(question(s) + " " + s.colour)[-2:] for s in train]
+    return {"next token": most_frequent_next(p for one in ids for p in zip(one, one[1:])),
+            "question": most_frequent_next(questions)}
+
+
+def bigram_score(next_token, tokenizer, tests):
+    """How many of the stories a bigram answers with their colour."""
+    answers = [next_token.get(tokenizer.encode(question(s))[-1]) for s in tests]
+    return sum(a == tokenizer.encode(" " + s.colour)[0] for a, s in zip(answers, tests))
+
+
+# ---- the model ----------------------------------------------------------------------------------
+
+def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD, max_tokens=MAX_TOKENS):
+    """E (V, d_model) and U (d_model, V) from uniform(−INIT_SCALE, INIT_SCALE), P (max_tokens,
+    d_model) at zero, and the layer's Wq, Wk, Wv, Wo from init_attention.
+
+    P starts at zero, so at first every position looks alike: the layer must find the colour by
+    what it is, and training adds the order it needs to tell the first colour from a later one."""
+    rng = random.Random(seed)
+
+    def draw(rows, cols):
+        return [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(cols)] for _ in range(rows)]
+
+    params = {"E": draw(vocab_size, d_model), "P": [[0.0] * d_model for _ in range(max_tokens)],
+              "U": draw(d_model, vocab_size)}
+    params.update(init_attention(d_model, d_head, seed))
+    return params
+
+
+def layer(params):
+    """The attention layer's own parameters, Wq, Wk, Wv and Wo: all it is given, so that its checks
+    at the door read those and not the embeddings."""
+    return {name: params[name] for name in ("Wq", "Wk", "Wv", "Wo")}
+
+
+def forward(params, ids):
+    """Every intermediate of the model on a prompt: x (T, d_model), the layer's cache, and the
+    logits (V,) of the token after the last one."""
+    x = [[e + p for e, p in zip(params["E"][t], params["P"][i])] for i, t in enumerate(ids)]
+    cache = attention_forward(layer(params), x)
+    return {"x": x, "cache": cache, "logits": matmul(cache["out"][-1:], params["U"])[0]}
+
+
+def log_softmax(row):
+    """log softmax(row), computed as (row − max) − log Σ exp(row − max), so that no exp
+    overflows and no log sees 0.
+
+    >>> log_softmax([1000.0, 1000.0]) == [-math.log(2)] * 2
+    True
+    """
+    top = max(row)
+    log_total = math.log(fsum(math.exp(logit - top) for logit in row))
+    return [logit - top - log_total for logit in row]
+
+
+def loss_and_grads(params, prompt, answer):
+    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter."""
+    fw = forward(params, prompt)
+    log_probs = log_softmax(fw["logits"])
+    d_logits = [math.exp(lp) for lp in log_probs]       # d loss / d logits = softmax − one-hot
+    d_logits[answer] -= 1.0
+    # forward: logits = out[T−1]·U; no other row of out is scored
+    grads = {"U": [[o * d for d in d_logits] for o in fw["cache"]["out"][-1]]}   # outᵀ·d_logits
+    d_out = [[0.0] * len(params["U"]) for _ in prompt]                  # (T, d_model)
+    d_out[-1] = matmul([d_logits], transpose(params["U"]))[0]
+    # forward: out = attention_forward(params, x)
+    layer_grads, d_x = attention_backward(layer(params), fw["x"], fw["cache"], d_out)
+    grads.update(layer_grads)
+    # forward: x_i = E[prompt[i]] + P[i]
+    grads["E"] = [[0.0] * len(row) for row in params["E"]]
+    grads["P"] = [[0.0] * len(row) for row in params["P"]]
+    for i, (t, d_row) in enumerate(zip(prompt, d_x)):
+        grads["E"][t] = [g + d for g, d in zip(grads["E"][t], d_row)]
+        grads["P"][i] = d_row
+    return -log_probs[answer], grads
+
+
+class Adam:
+    """Adam, with the learning rate falling linearly from learning_rate to 0 over steps. For each
+    weight: mean_grad and mean_sq_grad, running means of its gradient and of its square."""
+
+    def __init__(self, params, steps, learning_rate=LEARNING_RATE):
+        self.steps, self.learning_rate, self.t = steps, learning_rate, 0
+        self.mean_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
+        self.mean_sq_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
+
+    def step(self, params, grads):
+        """Update params in place with grads: for each weight w, w −= lr · m̂ / (√ŝ + eps),
+        where m̂ = mean / (1 − b1ᵗ) and ŝ = mean_sq / (1 − b2ᵗ) are its running means
+        undone of their start at zero."""
+        self.t += 1
+        lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
+        b1, b2 = BETAS
+        # constants out of the loop: m̂ / (√ŝ + eps) = (mean / c1) / (√mean_sq / √c2 + eps)
+        step_size, root_c2, a1, a2 = lr / (1 - b1 ** self.t), sqrt(1 - b2 ** self.t), 1 - b1, 1 - b2
+        eps = ADAM_EPS
+        for name, grad in grads.items():
+            for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
+                                                           self.mean_grad[name],
+                                                           self.mean_sq_grad[name]):
+                for j, g in enumerate(g_row):
+                    mean = mean_row[j] = b1 * mean_row[j] + a1 * g
+                    mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + a2 * g * g
+                    w_row[j] -= step_size * mean / (sqrt(mean_sq) / root_c2 + eps)
+
+
+# ---- training and answering ---------------------------------------------------------------------
+
+def train_model(seed=SEED, steps=STEPS, progress=None):
+    """Train on the stories of seed for steps, one story per step, as the recorded run does.
+    Returns the model: {"tokenizer", "params", "losses"}, the losses being the mean loss of every
+    LOSS_EVERY steps. progress(step, mean_loss) is called with each when given. Raises TypeError
+    unless seed and steps are ints, and ValueError for fewer than 1 step."""
+    for name, value in (("seed", seed), ("steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    train, _ = stories(seed)
+    tokenizer = make_tokenizer(train)
+    pairs = [(tokenizer.encode(question(s)), tokenizer.encode(" " + s.colour)[0]) for s in train]
+    params = init_params(len(tokenizer.vocab), seed)
+    adam = Adam(params, steps)
+    order = random.Random(seed + 1)
+    losses, recent = [], []
+    for step in range(1, steps + 1):
+        loss, grads = loss_and_grads(params, *order.choice(pairs))
+        adam.step(params, grads)
+        recent.append(loss)
+        if step % LOSS_EVERY == 0 or step == steps:
+            losses.append({"step": step, "mean_loss": round(fsum(recent) / len(recent), 4)})
+            recent = []
+            if progress:
+                progress(step, losses[-1]["mean_loss"])
+    return {"tokenizer": tokenizer, "params": params, "losses": losses}
+
+
+def check_story(text):
+    """Raise unless text can be asked: TypeError for a text that is not a str, ValueError for a
+    character outside ALPHABET or a text that does not end with its question (" is")."""
+    if not isinstance(text, str):
+        raise TypeError(f"a story must be a str, got {type(text).__name__}")
+    outside = sorted(set(text) - set(ALPHABET))
+    if outside:
+        raise ValueError(f"a story may hold lower-case letters, spaces and {ALPHABET[1:4]!r}, got "
+                         f"{outside[0]!r} at position {text.index(outside[0])}")
+    if not text.endswith(" is"):
+        raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
+                         f"{text[-20:]!r}")
+
+
+def encode_question(tokenizer, text):
+    """The ids of a story that ends with its question ("… the ball is"). Raises as check_story,
+    and ValueError for a story of more than MAX_TOKENS tokens."""
+    check_story(text)
+    ids = tokenizer.encode(text)
+    if len(ids) > MAX_TOKENS:
+        raise ValueError(f"a story may have at most {MAX_TOKENS} tokens, got {len(ids)}")
+    return ids
+
+
+def predict(model, text):
+    """(answer, weights): the model's next token after text, a story up to its question (" red"),
+    and the question's weights on every token of the story, as (token, weight) pairs. Raises
+    TypeError unless model is what train_model returns, and as encode_question."""
+    if not isinstance(model, dict) or not {"tokenizer", "params"} <= model.keys():
+        raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
+                        f"got {type(model).__name__}")
+    tokenizer = model["tokenizer"]
+    ids = encode_question(tokenizer, text)
+    fw = forward(model["params"], ids)
+    logits = fw["logits"]
+    best = max(range(len(logits)), key=lambda t: (logits[t], -t))
+    return tokenizer.vocab[best], [(tokenizer.vocab[t], w)
+                                   for t, w in zip(ids, fw["cache"]["weights"][-1])]
+
+
+def evaluate(model, tests):
+    """How many of the stories the model answers with their colour, and the mean weight the
+    question puts on the colour word and on the distractor's (None without distractors)."""
+    correct, on_colour, on_distractor = 0, [], []
+    for s in tests:
+        answer, weights = predict(model, question(s))
+        correct += answer == " " + s.colour
+        tokens = [token for token, _ in weights]
+        on_colour.append(weights[tokens.index(" " + s.colour)][1])
+        if s.distractor:
+            on_distractor.append(weights[tokens.index(" " + s.distractor)][1])
+    return {"correct": correct, "total": len(tests),
+            "weight_on_colour": round(fsum(on_colour) / len(on_colour), 4),
+            "weight_on_distractor": (round(fsum(on_distractor) / len(on_distractor), 4)
+                                     if on_distractor else None)}
+
+
+# ---- the recorded run ---------------------------------------------------------------------------
+
+def run(seed=SEED, steps=STEPS, progress=None):
+    """(record, seconds): train on seed's stories, measure the model on every held-out set beside
+    both bigrams, and ask each plain story about an object it never mentions. record is what
+    training-run.json keeps of a run; seconds is how long the training took."""
+    start = time.perf_counter()
+    model = train_model(seed, steps, progress)
+    seconds = time.perf_counter() - start
+    train, tests = stories(seed)
+    tokenizer = model["tokenizer"]
+    fitted = bigrams(tokenizer, train)
+    held_out = {}
+    for kind, test in tests.items():
+        held_out[kind] = evaluate(model, test)
+        for name, next_token in fitted.items():
+            held_out[kind][f"{name} bigram"] = bigram_score(next_token, tokenizer, test)
+    unseen = []     # (a question about an object the story never mentions, its answer, colour)
+    for s in tests["plain"]:
+        text = unseen_question(s)
+        unseen.append((text, predict(model, text)[0], s.colour))
+    shortest = min(unseen, key=lambda one: len(one[0]))
+    # the figure: the shortest story whose distractor follows the first sentence
+    example = min(tests["distractor early"], key=lambda s: len(question(s)))
+    example_ids = tokenizer.encode(question(example))
+    after_is = tokenizer.encode(" is")[0]
+    record = {
+        "config": {"seed": seed, "steps": steps, "d_model": D_MODEL, "d_head": D_HEAD,
+                   "learning_rate": LEARNING_RATE, "train_stories": TRAIN_STORIES,
+                   "vocab_size": len(tokenizer.vocab)},
+        "held_out": held_out,
+        "bigram_after_is": {name: tokenizer.vocab[next_token[after_is]]
+                            for name, next_token in fitted.items()},
+        "unseen_object": {"question": shortest[0], "answer": shortest[1],
+                          "first_colour_answers": sum(answer == " " + colour
+                                                      for _, answer, colour in unseen),
+                          "total": len(unseen)},
+        "losses": model["losses"],
+        "example": {"story": question(example), "colour": example.colour,
+                    "distractor": example.distractor,
+                    "answer": predict(model, question(example))[0],
+                    "tokens": [tokenizer.vocab[t] for t in example_ids],
+                    "weights": [[round(w, 4) for w in row] for row in
+                                forward(model["params"], example_ids)["cache"]["weights"]]},
+    }
+    return record, seconds
+
+
+def seed_row(record):
+    """A run as one row of the seeds table: how many of each held-out set it answers, and the
+    question's mean weight on the colour and on the distractor in the two distractor sets."""
+    held_out = record["held_out"]
+    distractor_sets = [kind for kind, result in held_out.items()
+                       if result["weight_on_distractor"] is not None]
+    return {"seed": record["config"]["seed"],
+            "correct": {kind: result["correct"] for kind, result in held_out.items()},
+            "weight_on_colour": {kind: held_out[kind]["weight_on_colour"]
+                                 for kind in distractor_sets},
+            "weight_on_distractor": {kind: held_out[kind]["weight_on_distractor"]
+                                     for kind in distractor_sets}}
