@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
 # What no view or saved tokenizer may overwrite: the recorded files and the folder's own text.
 PROTECTED = ("attention-trace.json", "perturb-trace.json", "tokenizer.json", "training-run.json",
-             "README.md")
+             "kv-cache-trace.json", "README.md")
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):

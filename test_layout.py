@@ -12,7 +12,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = sorted(name[:-3] for name in os.listdir(HERE) if name.endswith(".py"))
-COMMAND_LINES = {"perturb_attention", "make_tokenizer", "bench_attention", "bench_bpe"}
+COMMAND_LINES = {"perturb_attention", "make_tokenizer", "bench_attention", "bench_bpe",
+                 "step_attention"}
 LESSON_SCRIPT = "trace_attention"
 
 

@@ -180,7 +180,8 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
         readme = read("README.md")
         recorded = set()
-        for name in ("attention-trace.json", "perturb-trace.json", "training-run.json"):
+        for name in ("attention-trace.json", "perturb-trace.json", "training-run.json",
+                     "kv-cache-trace.json"):
             recorded.update(numbers_in(json.loads(read(name))))
         for name in BENCH_RECORDS:
             recorded.update(float(n) for n in re.findall(r"-?\d+\.\d+", read(name)))
