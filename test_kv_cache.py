@@ -343,6 +343,33 @@ class Records(unittest.TestCase):
                            f"by up to {record['largest_out_difference'][0]}"):
                 self.assertTrue(figure in readme, f"README.md should say, for {mask}: {figure}")
 
+    def test_the_recorded_cache_benchmark_adds_up(self):
+        """Its speedups follow from its times, its counts from the formulas, the cache is at least
+        50× faster at T=256, and both advantages grow with T."""
+        text = read("bench-attention.txt")
+        table = text[text.index("| T | cache s"):]
+        rows = [line.split("|")[1:-1] for line in table.splitlines() if re.match(r"\| \d", line)]
+        self.assertEqual([int(row[0]) for row in rows], [64, 128, 256, 512])
+        speedups = {}
+        for T, cache_s, recompute_s, speedup, cache_count, recompute_count, ratio in rows:
+            T, cache_s, recompute_s = int(T), float(cache_s), float(recompute_s)
+            # printed to 4 decimals: the speedup lies between the ratios of the rounding's extremes
+            half = 0.5e-4
+            low = (recompute_s - half) / (cache_s + half)
+            high = (recompute_s + half) / (cache_s - half)
+            speedups[T] = float(speedup.strip().rstrip("×"))
+            self.assertTrue(low - 0.05 <= speedups[T] <= high + 0.05, f"T={T}")
+            counts = (cache_multiply_adds(T, 64, 16), recompute_multiply_adds(T, 64, 16))
+            printed = (int(cache_count.replace(",", "")), int(recompute_count.replace(",", "")))
+            self.assertEqual(printed, counts, f"T={T}")
+            self.assertEqual(ratio.strip(), f"{counts[1] / counts[0]:.1f}×", f"T={T}")
+        self.assertGreaterEqual(speedups[256], 50)
+        self.assertEqual(list(speedups.values()), sorted(speedups.values()))
+        said = (f"At T=256 the cache is {rows[2][3].strip()} faster (the counts say "
+                f"{rows[2][6].strip()}), at T=512 {rows[3][3].strip()} ({rows[3][6].strip()})")
+        readme = re.sub(r"\s+", " ", read("README.md"))
+        self.assertTrue(said in readme, f"README.md should say {said}")
+
 
 def load_tests(loader, tests, ignore):
     tests.addTests(doctest.DocTestSuite(kv_cache))
