@@ -46,8 +46,8 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
     except (ValueError, KeyError, TypeError) as e:     # not JSON, or JSON that is not a trace
         raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
                          f"run trace_attention.py --write") from None
-    if not isinstance(lesson[1], list) or not isinstance(lesson[3], list) or len(
-            lesson[1]) != len(lesson[3]):
+    _, tokens, _, x = lesson
+    if not (isinstance(tokens, list) and isinstance(x, list) and len(tokens) == len(x)):
         raise ValueError(f"{name} is not the lesson's recorded trace: expected one row of x per "
                          f"token: run trace_attention.py --write")
     return lesson

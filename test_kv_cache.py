@@ -274,6 +274,18 @@ class CommandLine(unittest.TestCase, MessageAssertions):
             self.assertEqual(numbers, trace["weights"][t][:t + 1])
         self.assertIn("All 6 rows equal the full pass's bit for bit", done.stdout)
 
+    def test_a_row_one_bit_off_the_full_pass_fails_the_command(self):
+        real_step = attention.attention_step
+
+        def one_bit_off(params, x_t, kv):
+            step = real_step(params, x_t, kv)
+            step["out"][0] = math.nextafter(step["out"][0], math.inf)
+            return step
+
+        with mock.patch.object(attention, "attention_step", one_bit_off):
+            done = run_script("step_attention.py")
+        self.assertOneLineError(done, "rows [0, 1, 2, 3, 4, 5] are not the full pass's")
+
     def test_with_no_mask_it_marks_the_rows_a_cache_gets_wrong(self):
         done = run_script("step_attention.py", "--mask", "none")
         self.assertEqual(done.returncode, 0, done.stderr)
