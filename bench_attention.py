@@ -1,7 +1,10 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 bench_attention.py            T = 16, 64, 256, 512 (about half a minute)
-    python3 bench_attention.py --quick    T = 16, 64, 128 (a few seconds)
+    python3 bench_attention.py            T = 16, 64, 256, 512, then the cache at T = 64, 128,
+                                          256, 512 (a few minutes: recomputing every prefix of
+                                          512 positions is most of it)
+    python3 bench_attention.py --quick    T = 16, 64, 128, then the cache at T = 16, 32, 64 (a
+                                          few seconds)
     python3 bench_attention.py --record   also write the output to bench-attention.txt (the README
                                           quotes it)
 
@@ -19,6 +22,19 @@ results, which it checks. Columns:
   fsum share                  attention.py's multiply-adds per second as a share of what one long
                               fsum(map(mul, a, b)) reaches: the interpreter's limit for an exact
                               dot product
+
+The second table is the cache of keys and values. It processes T positions one at a time, as a
+model generates text, in two ways that give the same rows bit for bit (it checks): with the cache,
+attention_step on each new position (kv_cache.steps), and without it, attention_forward recomputed
+on every prefix, keeping the last row. Columns:
+
+  cache s, recompute s        seconds for all T positions, each way: the best of 3 runs (of 1
+                              for recomputing more than 64 positions)
+  speedup                     recompute s / cache s
+  cache multiply-adds,        counted exactly, by kv_cache.cache_multiply_adds and
+  recompute multiply-adds     recompute_multiply_adds (a test counts the products themselves)
+  count ratio                 recompute multiply-adds / cache multiply-adds: the speedup the
+                              arithmetic alone predicts
 """
 
 import math
@@ -32,6 +48,7 @@ from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
 from cli import OneLineParser, Report, guarded
+from kv_cache import cache_multiply_adds, recompute_multiply_adds, steps
 from reference import listing
 
 D_MODEL, D_HEAD = 64, 16
@@ -106,18 +123,45 @@ def measure(T):
     return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak_mib(layer_pass, args)}
 
 
+def cache_pass(params, x):
+    return [step["out"] for step in steps(params, x)]
+
+
+def recompute_pass(params, x):
+    return [attention_forward(params, x[:t + 1])["out"][t] for t in range(len(x))]
+
+
+def measure_cache(T):
+    params, x, _ = inputs(T)
+    cache_s, cache_rows = best_time(cache_pass, (params, x), 3)
+    recompute_s, recompute_rows = best_time(recompute_pass, (params, x), 3 if T <= 64 else 1)
+    if cache_rows != recompute_rows:
+        raise ValueError(f"T={T}: the cache and the recomputed prefixes disagree")
+    return {"T": T, "cache": cache_s, "recompute": recompute_s,
+            "cache_count": cache_multiply_adds(T, D_MODEL, D_HEAD),
+            "recompute_count": recompute_multiply_adds(T, D_MODEL, D_HEAD)}
+
+
+def exponent(a, b, key):
+    """How a measurement grows from row a to row b: the power of T it follows."""
+    return math.log(b[key] / a[key]) / math.log(b["T"] / a["T"])
+
+
 def main(argv=None):
-    parser = OneLineParser(description="Time attention.py against the lesson's listing.")
+    parser = OneLineParser(description="Time attention.py against the lesson's listing, and the "
+                                       "cache of keys and values against recomputing.")
     parser.add_argument("--record", action="store_true",
                         help="also write the output to bench-attention.txt (the README quotes it)")
-    parser.add_argument("--quick", action="store_true", help="T = 16, 64, 128 only")
+    parser.add_argument("--quick", action="store_true",
+                        help="a short run: T = 16, 64, 128, and the cache at T = 16, 32, 64")
     args = parser.parse_args(argv)
     if args.quick and args.record:
         parser.error("--record keeps the full run the README quotes: drop --quick")
-    return guarded(lambda: run((16, 64, 128) if args.quick else (16, 64, 256, 512), args.record))
+    return guarded(lambda: run((16, 64, 128) if args.quick else (16, 64, 256, 512),
+                               (16, 32, 64) if args.quick else (64, 128, 256, 512), args.record))
 
 
-def run(sizes, record):
+def run(sizes, cache_sizes, record):
     report = Report()
     rate = fsum_rate()
     report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward, causal mask; "
@@ -133,14 +177,40 @@ def run(sizes, record):
         share = multiply_adds(T) / row["layer"] / rate
         report.say(f"| {T} | {row['layer']:.4f} | {row['listing']:.4f} | "
                    f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} | {share:.0%} |")
-    (T1, t1), (T2, t2) = [(r["T"], r["layer"]) for r in rows[-2:]]
     report.say()
-    report.say(f"growth exponent from T={T1} to T={T2}: "
-               f"{math.log(t2 / t1) / math.log(T2 / T1):.2f} (2 is quadratic in T)")
+    report.say(f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
+               f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)")
+    report.say()
+    run_cache(report, cache_sizes)
     if record:
         report.record(RECORD_PATH)
     return 0
 
+
+def run_cache(report, sizes):
+    report.say(f"the cache of keys and values: T positions one at a time, d_model {D_MODEL}, "
+               f"d_head {D_HEAD}, causal mask;")
+    report.say("cache = attention_step on each new position, recompute = attention_forward on "
+               "every prefix")
+    report.say()
+    report.say("| T | cache s | recompute s | speedup | cache multiply-adds | "
+               "recompute multiply-adds | count ratio |")
+    report.say("|---|---|---|---|---|---|---|")
+    rows = []
+    for T in sizes:
+        row = measure_cache(T)
+        rows.append(row)
+        report.say(f"| {T} | {row['cache']:.4f} | {row['recompute']:.4f} | "
+                   f"{row['recompute'] / row['cache']:.1f}× | {row['cache_count']:,} | "
+                   f"{row['recompute_count']:,} | "
+                   f"{row['recompute_count'] / row['cache_count']:.1f}× |")
+    report.say()
+    report.say("growth exponents (1 is linear in T, 2 quadratic, 3 cubic):")
+    for a, b in zip(rows, rows[1:]):
+        report.say(f"from T={a['T']} to {b['T']}: cache {exponent(a, b, 'cache'):.2f} "
+                   f"(count {exponent(a, b, 'cache_count'):.2f}), recompute "
+                   f"{exponent(a, b, 'recompute'):.2f} "
+                   f"(count {exponent(a, b, 'recompute_count'):.2f})")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,7 +12,9 @@ entry is a finite number (not a bool, not an int no float can hold), and that no
 pass float range, so that nothing after it needs checking. Those checks are passes of C over the
 operands (a few percent of the layer's time); an entry is read one by one only to name the one that
 is wrong. A cache carries a seal, copies of every matrix in it and of the params and x it was made
-from, so that a backward pass refuses a cache from another call or one edited since.
+from, so that a backward pass refuses a cache from another call or one edited since. attention_step's cache of keys and
+values carries a seal too (KVSeal): copies of its rows and params, compared at the next step's
+door.
 """
 
 import math
@@ -361,3 +363,78 @@ def check_core_backward(cache, d_mixed):
     if len(d_mixed) != T:
         raise ValueError(f"d_mixed must have one row per query ({T}, {d_v}), "
                          f"got {len(d_mixed)} rows")
+
+
+# ---- one position at a time: attention_step's door and the seal of its cache -------------------
+
+_FRESH_KV = "{'k': [], 'v': []}"
+
+
+class KVSeal:
+    """What attention_step leaves in kv["seal"]: its own copies of the rows of k and v and of the
+    params they were made with, which the next step's door compares with ==. A copy shares the
+    numbers, so the comparison reads each once and allocates nothing: a hash of every key at every
+    step would cost as much as the step's own arithmetic. Printed short, so that a printed kv
+    shows its keys and values."""
+
+    def __init__(self, k, v, params):
+        self.k, self.v, self.params = k, v, params
+
+    def __repr__(self):
+        return f"<attention_step's seal of {len(self.k)} keys and values>"
+
+
+def check_step(params, x_t, kv):
+    """attention_step's door: kv {'k': [], 'v': []} or as attention_step left it, params that fit
+    (checked in full at the first step, then compared with the seal's copy), and x_t one input
+    row of d_model finite numbers."""
+    _check_kv(kv, params)
+    d_model = len(params["Wq"])
+    if _plain_matrix([x_t], d_model):
+        return
+    if not isinstance(x_t, list) or any(isinstance(value, list) for value in x_t):
+        got = f"a {_shape_text(x_t)} matrix" if isinstance(x_t, list) else type(x_t).__name__
+        raise TypeError(f"x_t must be one input row, a list of {d_model} numbers, got {got}: "
+                        f"pass x[t], not x")
+    if len(x_t) != d_model:
+        raise ValueError(f"x_t must have {d_model} numbers (one input row), got {len(x_t)}")
+    for j, value in enumerate(x_t):
+        check_number(f"x_t[{j}]", value)
+
+
+def _check_kv(kv, params):
+    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params."""
+    if not isinstance(kv, dict):
+        raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
+                        f"{type(kv).__name__}")
+    missing = [name for name in ("k", "v") if name not in kv]
+    if missing:
+        raise ValueError(f"kv must have 'k' and 'v', {_FRESH_KV} at the start; it has no "
+                         f"{', '.join(missing)}")
+    for name in ("k", "v"):
+        if not isinstance(kv[name], list):
+            raise TypeError(f"kv[{name!r}] must be a list of rows, got {type(kv[name]).__name__}")
+    if not kv["k"] and not kv["v"]:     # an empty cache is the right start for any params
+        check_params(params)
+        return
+    seal = kv.get("seal")
+    if not isinstance(seal, KVSeal):
+        raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
+                         f"start from {_FRESH_KV}")
+    if not (isinstance(params, dict) and all(params.get(name) == copy
+                                             for name, copy in seal.params.items())):
+        check_params(params)            # a bad matrix is named first
+        raise ValueError(f"kv was built by attention_step for other params (or params were "
+                         f"changed since): start again from {_FRESH_KV}")
+    if kv["k"] != seal.k or kv["v"] != seal.v:
+        raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
+                         f"added or removed since; start again from {_FRESH_KV}")
+
+
+def seal_kv(kv, params):
+    """Seal kv after a step appended its row to k and v. The door has just found the rows before
+    it sealed (or none), so the new seal is the old one with copies of the new rows."""
+    before = kv["seal"] if len(kv["k"]) > 1 else KVSeal(
+        [], [], {name: [list(row) for row in params[name]] for name in ("Wq", "Wk", "Wv", "Wo")})
+    kv["seal"] = KVSeal(before.k + [list(kv["k"][-1])], before.v + [list(kv["v"][-1])],
+                        before.params)

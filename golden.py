@@ -6,8 +6,9 @@
     write_or_check(text, path, ...)   a trace's --write, --check (naming the first differing line),
                                       or printing
 
-A golden file is never typed by hand: attention-trace.json, perturb-trace.json, tokenizer.json and
-training-run.json are each written by their program and compared with a fresh run by its --check.
+A golden file is never typed by hand: attention-trace.json, perturb-trace.json, tokenizer.json,
+training-run.json and kv-cache-trace.json are each written by their program and compared with a
+fresh run by its --check.
 """
 
 import json

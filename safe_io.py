@@ -25,9 +25,10 @@ SHIPPED = frozenset("""
     attention-trace.json attention-weights.svg attention.py bench-attention.txt bench-bpe.txt
     bench_attention.py bench_bpe.py bpe.py browser.py checks.py cli.py colour_stories.py
     explorer.py golden.py gradcheck.py grade_lab06.py grade_lab06_runner.py helpers_for_tests.py
-    lab06-explorer.html lab06.py learned-attention.svg make_tokenizer.py perturb-trace.json
-    perturb_attention.py reference.py safe_io.py test_attention.py test_bpe.py test_edges.py
-    test_experiments.py test_explorer.py test_grader.py test_layout.py test_perturb.py
+    kv-cache-trace.json kv_cache.py lab06-explorer.html lab06.py learned-attention.svg
+    make_tokenizer.py perturb-trace.json perturb_attention.py reference.py safe_io.py
+    step_attention.py test_attention.py test_bpe.py test_edges.py test_experiments.py
+    test_explorer.py test_grader.py test_kv_cache.py test_layout.py test_perturb.py
     test_properties.py test_readme.py test_readme_errors.py test_training.py test_views.py
     tokenizer.json trace_attention.py train_attention.py training-run.json views.py
 """.split())

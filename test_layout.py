@@ -13,7 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = sorted(name[:-3] for name in os.listdir(HERE) if name.endswith(".py"))
 COMMAND_LINES = {"perturb_attention", "train_attention", "make_tokenizer", "bench_attention",
-                 "bench_bpe"}
+                 "bench_bpe", "step_attention"}
 LESSON_SCRIPT = "trace_attention"
 
 

@@ -1,0 +1,108 @@
+"""The cache of keys and values at work: a sequence one position at a time with
+attention.attention_step, what a cache would get wrong without the causal mask, and what each way
+of generating costs in multiply-adds.
+
+    steps(params, x)                          attention_step on each row of x, from an empty cache
+    matches_full_pass(step, full, t)          True when a step is row t of a full pass, bit for bit
+    row_errors(step, full, t)                 how far a step is from row t of a full pass
+    what_a_cache_gets_wrong(params, x, mask)  the rows a cache gives that the full pass in mode mask
+                                              does not, and by how much
+    cache_multiply_adds(T, d_model, d_head)   multiply-adds of T positions with the cache
+    recompute_multiply_adds(T, d_model, d_head)   the same without it: the layer on every prefix
+    kv_trace(sentence, tokens, params, x)     what kv-cache-trace.json records
+
+A model that generates text makes one position at a time: position t's output is needed before
+token t + 1 exists. Without a cache each step runs the layer on the whole prefix again; with it,
+each step projects only the new row and reads the keys and values already made. Why only causal:
+the cache can only give row t as it stands when position t arrives. With the causal mask that is
+row t for good; with no mask, or with the zero-score bug, later positions change row t, so every
+row a cache gave would have to be computed again.
+
+The library that step_attention.py, bench_attention.py and the tests share; it prints nothing.
+"""
+
+from math import fsum
+
+from attention import MASK_MODES, attention_forward, attention_step
+from golden import rounded
+
+DIGITS = 4          # kv-cache-trace.json rounds as attention-trace.json does
+
+
+def steps(params, x):
+    """attention_step on each row of x (T, d_model) in turn, from an empty cache: T dicts, one per
+    position, each with q, k, v, scores, weights, mixed and out."""
+    kv = {"k": [], "v": []}
+    return [attention_step(params, x_t, kv) for x_t in x]
+
+
+def matches_full_pass(step, full, t):
+    """True when step, attention_step's result at position t, is row t of full (attention_forward's
+    result on a sequence that t is a position of), compared with ==: the same q, k, v, mixed and
+    out, the same scores and weights on positions 0…t, and after t only −∞ scores and weights
+    of exactly 0.0."""
+    later = len(full["weights"][t]) - (t + 1)
+    return (all(step[name] == full[name][t] for name in ("q", "k", "v", "mixed", "out"))
+            and step["scores"] + [float("-inf")] * later == full["scores"][t]
+            and step["weights"] + [0.0] * later == full["weights"][t])
+
+
+def row_errors(step, full, t):
+    """(weight on unseen tokens, largest out difference) of row t: the full pass's weight on the
+    positions after t, which a cache had not seen when it gave row t, and the largest
+    |step − full pass| among row t's out."""
+    return (fsum(full["weights"][t][t + 1:]),
+            max(abs(a - b) for a, b in zip(step["out"], full["out"][t])))
+
+
+def what_a_cache_gets_wrong(params, x, mask):
+    """Compare the rows a cache gives (row t as position t arrives, when 0…t are all there is)
+    with the rows of the full pass on x (T, d_model) in mode mask. Returns a dict:
+    rows_a_cache_gets_wrong (the t where any intermediate differs), and per row
+    weight_on_unseen_tokens and largest_out_difference (see row_errors)."""
+    full = attention_forward(params, x, mask)
+    given = steps(params, x)
+    errors = [row_errors(step, full, t) for t, step in enumerate(given)]
+    return {"rows_a_cache_gets_wrong": [t for t, step in enumerate(given)
+                                        if not matches_full_pass(step, full, t)],
+            "weight_on_unseen_tokens": [unseen for unseen, _ in errors],
+            "largest_out_difference": [difference for _, difference in errors]}
+
+
+def cache_multiply_adds(T, d_model, d_head):
+    """The multiply-adds of T positions one at a time with the cache. Position t (0-based): q, k, v
+    of the new row cost 3·d_model·d_head, its t + 1 scores and the mixture d_head each, out
+    d_head·d_model. Summed over t: 4·T·d_model·d_head + d_head·T·(T + 1), quadratic in T.
+
+    >>> cache_multiply_adds(T=2, d_model=4, d_head=2)
+    76
+    """
+    return 4 * T * d_model * d_head + d_head * T * (T + 1)
+
+
+def recompute_multiply_adds(T, d_model, d_head):
+    """The multiply-adds of T positions one at a time without a cache: attention_forward on each
+    prefix of n = 1…T rows, each 4·n·d_model·d_head for the projections and 2·n²·d_head for
+    the (n, n) scores and the mixture (every pair computed, the masked ones too). Summed over n:
+    2·d_model·d_head·T·(T + 1) + d_head·T·(T + 1)·(2T + 1)/3, cubic in T.
+
+    >>> recompute_multiply_adds(T=2, d_model=4, d_head=2)
+    116
+    """
+    return 2 * d_model * d_head * T * (T + 1) + d_head * T * (T + 1) * (2 * T + 1) // 3
+
+
+def kv_trace(sentence, tokens, params, x):
+    """What kv-cache-trace.json records for a sentence, its tokens and the lesson's params and x:
+    each step's weights (rounded) and whether it equals the full pass, then, for each mask mode,
+    what a cache gets wrong."""
+    full = attention_forward(params, x)
+    return {
+        "sentence": sentence,
+        "tokens": tokens,
+        "steps": [{"position": t, "token": token, "weights": rounded(step["weights"], DIGITS),
+                   "equals_the_full_pass": matches_full_pass(step, full, t)}
+                  for t, (token, step) in enumerate(zip(tokens, steps(params, x)))],
+        "why_only_causal": {mask: rounded(what_a_cache_gets_wrong(params, x, mask), DIGITS)
+                            for mask in MASK_MODES},
+    }

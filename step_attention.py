@@ -1,0 +1,125 @@
+"""Watch the cache of keys and values work: the lesson's sentence one token at a time.
+
+    python3 step_attention.py               each new row of weights as attention_step gives it,
+                                            the lesson's triangle built row by row, each row
+                                            checked with == against the full pass
+    python3 step_attention.py --mask none   the same rows against the full pass with no mask
+                                            (--mask zero: with the zero-score bug): the rows a
+                                            cache gets wrong, and by how much
+    python3 step_attention.py --write       rewrite kv-cache-trace.json
+    python3 step_attention.py --check       fail unless kv-cache-trace.json matches a fresh run
+
+The sentence, its tokens, x and params come from the lesson's recorded trace, attention-trace.json
+(written by trace_attention.py): each of those numbers has two decimals, so its four-decimal record
+is the number itself. The full pass is attention_forward on the whole sentence. With the causal
+mask every row the cache gives is that pass's row, bit for bit, and the command fails if one is
+not; with no mask or the zero-score bug a later token changes the earlier rows, which a cache
+cannot know.
+"""
+
+import json
+import os
+import sys
+from textwrap import fill
+
+from attention import MASK_MODES, attention_forward, attention_step
+from cli import OneLineParser, guarded, show
+from golden import to_json, write_or_check
+from kv_cache import kv_trace, matches_full_pass, row_errors
+from safe_io import read_text
+from views import text_table, token_labels
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LESSON_TRACE_PATH = os.path.join(HERE, "attention-trace.json")
+KV_TRACE_PATH = os.path.join(HERE, "kv-cache-trace.json")
+WIDTH = 100
+MODES = {"causal": "the causal mask", "none": "no mask", "zero": "the zero-score bug"}
+
+
+def recorded_lesson(path=LESSON_TRACE_PATH):
+    """(sentence, tokens, params, x) from the lesson's recorded trace. Raises ValueError naming the
+    file when it is not such a trace."""
+    name = os.path.basename(path)
+    try:
+        trace = json.loads(read_text(path))
+        lesson = trace["sentence"], trace["tokens"], trace["params"], trace["x"]
+    except (ValueError, KeyError, TypeError) as e:     # not JSON, or JSON that is not a trace
+        raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
+                         f"run trace_attention.py --write") from None
+    _, tokens, _, x = lesson
+    if not (isinstance(tokens, list) and isinstance(x, list) and len(tokens) == len(x)):
+        raise ValueError(f"{name} is not the lesson's recorded trace: expected one row of x per "
+                         f"token: run trace_attention.py --write")
+    return lesson
+
+
+def watch(sentence, tokens, params, x, mask="causal"):
+    """The view's lines, each yielded as soon as it is known: a heading, then one row of weights
+    per token as attention_step gives it, marked == when it is row t of the full pass in mode
+    mask and ≠ (with how far it is) when not, then a summary. Raises ValueError when a causal row
+    is not the full pass's: the cache would be wrong."""
+    full = attention_forward(params, x, mask)
+    labels = token_labels(tokens)
+    width = max(map(len, labels))
+    yield fill(f"{sentence!r} one token at a time: attention_step keeps the keys and values of the "
+               f"tokens so far and computes only the new row. Each row is compared, with ==, to "
+               f"its row of the full pass: attention_forward on the whole sentence, with "
+               f"{MODES[mask]}.", WIDTH) + "\n"
+    yield "weights (rows: the token that has just arrived; columns: the tokens it attends to)"
+    kv, wrong = {"k": [], "v": []}, []
+    for t, x_t in enumerate(x):
+        step = attention_step(params, x_t, kv)
+        if matches_full_pass(step, full, t):
+            mark = f"== full pass row {t}"
+        else:
+            wrong.append(t)
+            unseen, difference = row_errors(step, full, t)
+            mark = (f"≠ full pass row {t}: weight {unseen:.4f} on unseen tokens, out off by up "
+                    f"to {difference:.4f}")
+        blank = " " * len("0.0000")       # a token that has not arrived: no column yet
+        cells = step["weights"] + [blank] * (len(x) - t - 1)
+        table = text_table([labels[t].ljust(width)], labels, [cells], marks={0: mark})
+        header, row = table.split("\n")
+        yield (header + "\n" + row) if t == 0 else row
+    if mask == "causal" and wrong:
+        raise ValueError(f"rows {wrong} are not the full pass's: the cache is wrong")
+    if mask == "causal":
+        summary = (f"All {len(x)} rows equal the full pass's bit for bit (q, k, v, scores, "
+                   f"weights, mixed, out): the causal mask lets row t read only positions 0…t, "
+                   f"so nothing cached ever has to change.")
+    else:
+        summary = (f"A cache gets rows {wrong} wrong: with {MODES[mask]}, a later token changes "
+                   f"the earlier rows, so every row the cache gave would have to be computed "
+                   f"again. Only the causal mask makes a cache exact.")
+    yield "\n" + fill(summary, WIDTH)
+
+
+def main(argv=None):
+    parser = OneLineParser(description="Run the lesson's sentence one token at a time with the "
+                                       "cache of keys and values.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="rewrite kv-cache-trace.json")
+    group.add_argument("--check", action="store_true",
+                       help="fail unless kv-cache-trace.json matches a fresh run")
+    parser.add_argument("--mask", choices=MASK_MODES,
+                        help="compare the cache's rows with the full pass in this mode "
+                             "(default: causal)")
+    args = parser.parse_args(argv)
+    if (args.write or args.check) and args.mask is not None:
+        parser.error("--write and --check work on the recorded file alone; drop --mask")
+    return guarded(lambda: _run(args))
+
+
+def _run(args):
+    sentence, tokens, params, x = recorded_lesson()
+    if args.write or args.check:
+        return write_or_check(to_json(kv_trace(sentence, tokens, params, x)), KV_TRACE_PATH,
+                              args.write, args.check)
+    for lines in watch(sentence, tokens, params, x, args.mask or "causal"):
+        show(lines + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
