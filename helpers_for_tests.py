@@ -1,6 +1,7 @@
 """What the test files share: running a command line as a learner runs it, and asserting on errors.
 
-    run_in_copy(script, *args)     the script in a temporary copy of this folder, as a subprocess
+    run_process(script, *args)     the script as a subprocess in this folder (for what only a
+                                   process of its own shows: its exit at the top level)
     run_script(script, *args)      a script run as `python3 script args` runs it, but in this
                                    process (fast): its own code as __main__, output captured;
                                    folder= makes it find its files in another folder
@@ -61,17 +62,11 @@ def folder_copy(*names):
             safe_io.HERE = saved
 
 
-def run_in_copy(script, *args, prepare=None):
-    """Run a script of this folder in a temporary copy of it, after prepare(copy_folder) if
-    given."""
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in os.listdir(HERE):
-            if name.endswith((".py", ".json")):
-                shutil.copy(os.path.join(HERE, name), tmp)
-        if prepare:
-            prepare(tmp)
-        return subprocess.run([sys.executable, script, *args], cwd=tmp, capture_output=True,
-                              text=True)
+def run_process(script, *args):
+    """Run a script of this folder as `python3 script *args` in a process of its own, in this
+    folder: for commands that only read."""
+    return subprocess.run([sys.executable, script, *args], cwd=HERE, capture_output=True,
+                          text=True)
 
 
 _COMPILED = {}

@@ -18,7 +18,7 @@ from fractions import Fraction as F
 import lab06 as lab
 from attention import attend, masked_softmax
 from golden import rounded, to_json
-from helpers_for_tests import run_in_copy, run_script
+from helpers_for_tests import run_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's
@@ -242,7 +242,7 @@ class PartOne(unittest.TestCase):
 class CommandLine(unittest.TestCase):
 
     def test_check_passes_on_the_recorded_file(self):
-        done = run_in_copy("perturb_attention.py", "--check")
+        done = run_script("perturb_attention.py", "--check")
         self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_check_fails_with_one_line_when_the_file_is_stale_or_missing(self):

@@ -270,23 +270,21 @@ def _run(args):
         changed = args.changed
     else:
         changed = CHANGED if args.sentence is None else edited(sentence)
-    recorded = trace(sentence, changed, tokenizer)     # both sentences checked before any output
+    tokenizer, params, embedding = lesson_setup(tokenizer)
+    _, x = inputs(tokenizer, sentence, embedding)      # both sentences checked before any output
+    inputs(tokenizer, changed, embedding, "the edited sentence")
     if args.svg is not None:
         save_view(args.svg, weights_svg(sentence, tokenizer), "trace_attention.py --svg")
     if args.html is not None:
-        tokenizer, params, embedding = lesson_setup(tokenizer)
-        page = lesson_page(params, inputs(tokenizer, sentence, embedding)[1],
-                           tokenizer.tokens(sentence), sentence)
+        page = lesson_page(params, x, tokenizer.tokens(sentence), sentence)
         save_view(args.html, page, "trace_attention.py --html")
     if args.table:
-        run = None
-        if "mixed" in args.show:          # the one intermediate the trace does not record
-            tokenizer, params, embedding = lesson_setup(tokenizer)
-            run = attention_forward(params, inputs(tokenizer, sentence, embedding)[1])
-        show(trace_table(recorded, args.show, run))
+        run = attention_forward(params, x) if "mixed" in args.show else None   # not recorded
+        show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
     if args.svg is not None or args.table or args.html is not None:
         return 0
-    return write_or_check(to_json(recorded), TRACE_PATH, args.write, args.check)
+    return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
+                          args.check)
 
 
 if __name__ == "__main__":
