@@ -3,16 +3,22 @@ named on its first FAIL; no hostile file passes, hangs the grader or shows a tra
 
 Every learner's file here is a small source string: LEARNER is a careful learner's, each of MUTANTS
 changes it in one place, and each of HOSTILE attacks the grader. The grader starts one process per
-file; the files are graded four at a time, with a short limit where a loop must be stopped.
+file; the hostile files are graded several at a time, with a short limit where a loop must be
+stopped, and the mutants, which attack nothing, in this process (InProcess), by the same runner's
+functions.
 """
 
 import concurrent.futures
 import doctest
+import json
+import marshal
 import os
 import select
+import sys
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 import grade_lab06
 import grade_lab06_runner
@@ -243,9 +249,40 @@ def mutant(changes):
     return source
 
 
-def graded(sources):
+class InProcess:
+    """LearnerProcess for a file of this test's own (a mutant, a careful learner's): the runner's
+    own functions answer in this process, each request and answer through marshal and JSON as
+    they travel, so the grader's checks and diagnoses run without a process per file. Every file
+    that attacks the grader still gets a process of its own."""
+
+    def __init__(self, path, call_limit, total_limit):
+        self.path, self.module, self.count = os.path.abspath(path), None, 0
+
+    def ask(self, call, *args):
+        self.count += 1
+        args = marshal.loads(marshal.dumps(list(args)))
+        if call == "import":
+            saved = list(sys.path)
+            try:
+                self.module = grade_lab06_runner.load(self.path)
+                reply = {"value": None, "edited": []}
+            except BaseException as error:
+                reply = {"raised": grade_lab06_runner.raised(error, self.path)}
+            finally:
+                sys.path[:] = saved
+        else:
+            reply = grade_lab06_runner.call(self.module, call, args, self.path)
+        return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}))
+
+    def stop(self):
+        for name in [name for name in sys.modules if name.startswith("learner_")]:
+            del sys.modules[name]
+
+
+def graded(sources, in_process=()):
     """{name: (lines, passed)} for {name: (source, limits)}, each file graded in a process of its
-    own, several at a time: most of a grading is waiting for the other process."""
+    own, several at a time (most of a grading is waiting for the other process); the names in
+    in_process, files of this test's own, are graded after them in this process (InProcess)."""
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
         for n, name in enumerate(sources):
@@ -255,8 +292,12 @@ def graded(sources):
                 f.write(sources[name][0])
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
             futures = {name: pool.submit(grade_lab06.grade, paths[name], **sources[name][1])
-                       for name in sources}
-            return {name: future.result() for name, future in futures.items()}
+                       for name in sources if name not in in_process}
+            results = {name: future.result() for name, future in futures.items()}
+        with mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
+            results.update({name: grade_lab06.grade(paths[name], **sources[name][1])
+                            for name in in_process})
+        return results
 
 
 def first_fail(lines):
@@ -279,7 +320,7 @@ class Grader(MessageAssertions, unittest.TestCase):
         sources["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
             LEARNER.replace('raise ValueError("the shapes do not fit")',
                             'raise ShapeError("the shapes do not fit")')), {})
-        cls.graded = graded(sources)
+        cls.graded = graded(sources, in_process=set(MUTANTS) | {"a ValueError subclass"})
 
     def grade_source(self, source, *args):
         with tempfile.TemporaryDirectory() as tmp:

@@ -6,8 +6,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 from unittest import mock
@@ -105,8 +103,7 @@ class CommandLineErrors(unittest.TestCase):
             return run_script("trace_attention.py", "--sentence", sentence, "--changed",
                               sentence + " a")
         if row.startswith("trace_attention.py >&-"):
-            return subprocess.run([sys.executable, "trace_attention.py"], cwd=HERE, text=True,
-                                  stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+            return run_script("trace_attention.py", stdout_closed=True)
         if row.startswith("bpe.py encode mia --tokenizer nested.json"):
             path = self.write("nested.json", b"[" * 100_000)
             return run_main(bpe.main, "encode", "mia", "--tokenizer", path)
