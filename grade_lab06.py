@@ -12,11 +12,12 @@ The learner's file defines, as the lab's Part 3 asks:
     attention(Q, K, V, allowed)         {"scores", "masked_scores", "weights", "output"}
 
 The learner's code is not trusted. It runs in a process of its own (grade_lab06_runner.py, in a
-session of its own) that is asked one call at a time and answers each in JSON. Each call may take CALL_LIMIT seconds
-and the whole grading TOTAL_LIMIT; then the process and everything it started in its group are
-killed. Every verdict is made here, from the answers alone: a number must be a float or an int (not
-a bool, not a subclass), in the shape asked. Whatever the code does (exits, raises, loops in Python
-or in C, prints, patches what it can reach), the learner sees a FAIL line that says so.
+session of its own) that is asked one call at a time and answers each in JSON. Each call may take
+CALL_LIMIT seconds and the whole grading TOTAL_LIMIT; then the process and everything it started in
+its group are killed. Every verdict is made here, from the answers alone: a number must be a float
+or an int (not a bool, not a subclass), in the shape asked. Whatever the code does (exits, raises,
+loops in Python or in C, prints, patches what it can reach), the learner sees a FAIL line that says
+so.
 
 The checks run in the order of the computation: the projections, the scores, the masked scores,
 the weights, the output; then the interventions, the rejections, inputs left as they were and the
@@ -448,11 +449,15 @@ def finite_stand_in(got, want, allowed):
     """The mistake when got is want with every blocked score one finite number, else None."""
     blocked = [g for got_row, ok_row in zip(got, allowed) if type(got_row) is list
                for g, ok in zip(got_row, ok_row) if not ok]
-    if blocked and all(_is_number(g) and math.isfinite(g) for g in blocked) and \
-            len(set(blocked)) == 1 and blocked[0] != 0.0 and _like([[g for g, ok in zip(g_row, ok_row) if ok]
-                                        for g_row, ok_row in zip(got, allowed)],
-                                       [[w for w, ok in zip(w_row, ok_row) if ok]
-                                        for w_row, ok_row in zip(want, allowed)]):
+    if not blocked or not all(_is_number(g) and math.isfinite(g) for g in blocked):
+        return None
+    if len(set(blocked)) != 1 or blocked[0] == 0.0:
+        return None
+
+    def allowed_only(matrix):
+        return [[x for x, ok in zip(row, ok_row) if ok] for row, ok_row in zip(matrix, allowed)]
+
+    if _like(allowed_only(got), allowed_only(want)):
         return (f"a blocked score stood in for by a finite number ({_num(blocked[0])}) "
                 f"instead of −∞: it gets weight once the allowed scores are lower still")
     return None

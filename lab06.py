@@ -513,10 +513,10 @@ def _blocked(allowed):
 
 def cases(result, head=HEAD, changes=()):
     """Each map a view shows, as a dict: key (baseline, an intervention's name, intervention, or a
-    bug's name as --bug takes it), changes (what was applied to fresh copies), title, subtitle, scores (masked; None
-    for a bug), weights, output, hatched (blocked by the mask), zeroed (set to 0 after the
-    softmax), the rows of A and Z that changed, and before (the case it is compared with, or
-    None). For the lab's result, or an experiment's with the changes it made; the views of
+    bug's name as --bug takes it), changes (what was applied to fresh copies), title, subtitle,
+    scores (masked; None for a bug), weights, output, hatched (blocked by the mask), zeroed (set to
+    0 after the softmax), the rows of A and Z that changed, and before (the case it is compared
+    with, or None). For the lab's result, or an experiment's with the changes it made; the views of
     perturb_attention.py and explorer.py show them."""
     if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")

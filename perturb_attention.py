@@ -76,7 +76,8 @@ def scaled_values(case, values, labels):
                                                   case["output"])):
         reads = [j for j, h in enumerate(hatched) if not h]
         terms = " + ".join(f"{exact(weights[j])}·{vector_text(values[j], exact)}" for j in reads)
-        products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact) for j in reads)
+        products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact)
+                              for j in reads)
         lines.append(f"z{subscript(i + 1)} = {terms} = "
                      + (f"{products} = " if len(reads) > 1 else "") + vector_text(z, exact))
     return "\n".join(lines)
@@ -94,8 +95,9 @@ def _changes_of_z(case, labels):
     lines = []
     for i in case["output_rows"]:
         old, new = case["before"]["output"][i], case["output"][i]
-        lines.append(f"  z{subscript(i + 1)}: {vector_text(old, exact)} → {vector_text(new, exact)}, "
-                     f"moved by {vector_text([b - a for a, b in zip(old, new)], exact)}")
+        moved = [b - a for a, b in zip(old, new)]
+        lines.append(f"  z{subscript(i + 1)}: {vector_text(old, exact)} → "
+                     f"{vector_text(new, exact)}, moved by {vector_text(moved, exact)}")
     for name, key, rows in (("A", "weights", case["weight_rows"]),
                             ("Z", "output", case["output_rows"])):
         largest = max((abs(b - a) for i in rows for a, b in
@@ -280,8 +282,8 @@ def _refuse_conflicts(parser, args):
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
     if args.grade is not None:
-        extras = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")] + sorted(
-            {change.flag for change in changes if change.stage != "inputs"})
+        views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")]
+        extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
         if extras:
             parser.error(f"--grade runs your attention on a head and its inputs and prints one "
                          f"line per check; drop {', '.join(extras)}")

@@ -72,11 +72,12 @@ def check_output_path(path, maker=None):
 
 
 def write_atomic(path, text):
-    """Write text (a str, or bytes for a picture) to path whole or not at all: through a temporary file beside the target, renamed
-    into place. A symlink's target is replaced and the link kept; a target that exists and is not a
-    regular file (a device, a FIFO, /dev/stdout) is written to directly. The temporary file is
-    removed on any error and on SIGTERM, SIGHUP or Ctrl-C. A file without write permission is not
-    replaced. Raises OSError naming path when it cannot be written."""
+    """Write text (a str, or bytes for a picture) to path whole or not at all: through a
+    temporary file beside the target, renamed into place. A symlink's target is replaced and the
+    link kept; a target that exists and is not a regular file (a device, a FIFO, /dev/stdout) is
+    written to directly. The temporary file is removed on any error and on SIGTERM, SIGHUP or
+    Ctrl-C. A file without write permission is not replaced. Raises OSError naming path when it
+    cannot be written."""
     if os.path.isdir(path):
         raise OSError(f"cannot write {path}: it is a folder")
     if os.path.isfile(path) and not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP

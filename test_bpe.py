@@ -322,7 +322,8 @@ class Encoding(unittest.TestCase):
         """Encoding a 10,000-letter word looks a pair up at most 4n times: n − 1 first pairs, then
         per merge one check and at most two new pairs (a merge removes a symbol, so there are fewer
         than n merges), and one check per out-of-date entry, at most one per new pair. The plain
-        encoder would look up every pair of the word again after every merge (time: bench_bpe.py)."""
+        encoder would look up every pair of the word again after every merge (time:
+        bench_bpe.py)."""
         tok = train(corpus(10_000), 200)
         word = "".join(ch for ch in corpus(15_000, seed=SEED) if ch.isalpha())[:10_000]
 

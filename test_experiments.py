@@ -240,7 +240,8 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
 
     def test_each_bad_optional_flag_is_one_line(self):
         for args, fragment in (
-                (("--values", "2,0/2,0"), "--values: V needs one row per position of the head (3), got 2 rows"),
+                (("--values", "2,0/2,0"),
+                 "--values: V needs one row per position of the head (3), got 2 rows"),
                 (("--values", "2,x"), "--values takes rows a,b/c,d/..."),
                 (("--shift-values", "1,2,3"), "--shift-values 1,2,3: the shift needs 2 numbers"),
                 (("--offset-scores", "4=1"), "--offset-scores 4=1: row 4 is not a position of "

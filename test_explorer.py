@@ -242,7 +242,8 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                                  token_labels(ta.load_tokenizer().tokens("the big dog.")))
             with open(own, encoding="utf-8") as f:
                 data = embedded(f.read())
-        self.assertEqual([m["key"] for m in data["modes"]], ["baseline", "intervention", "post-softmax"])
+        self.assertEqual([m["key"] for m in data["modes"]],
+                         ["baseline", "intervention", "post-softmax"])
         self.assertEqual(data["modes"][1]["title"], "v₂ := 0")
 
     def test_html_beside_write_or_check_is_a_one_line_error(self):
