@@ -1,4 +1,5 @@
-"""The folder's layout holds: no import cycle, scripts depend downward, every file is in the README.
+"""The folder's layout holds: no import cycle, scripts depend downward, every file is in the README,
+every line fits beside the lesson.
 
 A command line or a benchmark is run, never imported: tests run it with helpers_for_tests.run_script
 or a subprocess. The one exception is the lesson's own: test_attention.py and the tests beside it
@@ -71,6 +72,14 @@ class Layout(unittest.TestCase):
         for module in MODULES:
             self.assertTrue(f"`{module}.py`" in files,
                             f"the README's Files table has no {module}.py")
+
+    def test_every_line_of_python_fits_in_100_characters(self):
+        """The reader has the lesson in the other half of the screen (STYLE.md)."""
+        for module in MODULES:
+            with open(os.path.join(HERE, module + ".py"), encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    self.assertLessEqual(len(line.rstrip("\n")), 100,
+                                         f"{module}.py:{number} is {len(line) - 1} characters")
 
 
 if __name__ == "__main__":
