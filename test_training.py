@@ -19,7 +19,7 @@ SEED = 20261129
 # Central differences with ε = 1e-6 on a loss of size ~1: truncation O(ε²) and rounding about
 # 1e-16/ε = 1e-10, so a right gradient agrees within 1e-7 and a dropped path misses by far more.
 GRAD_TOLERANCE = 1e-7
-CLAIMED = 57        # the bar: 57 of 60 on every held-out set (seed 1 reaches it)
+CLAIMED = 57        # the README's claim: 57 of 60 on every held-out set, for seeds 1 to 10
 
 
 def sentences(text):
@@ -224,13 +224,14 @@ class RecordedRun(unittest.TestCase):
                           config["learning_rate"], config["train_stories"]),
                          (cs.SEED, cs.STEPS, cs.D_MODEL, cs.D_HEAD, cs.LEARNING_RATE,
                           cs.TRAIN_STORIES))
-        self.assertEqual([row["seed"] for row in self.recorded["seeds"]], list(range(1, 11)))
+        self.assertEqual([row["seed"] for row in self.recorded["seeds"]], list(range(1, 31)))
         self.assertEqual(self.recorded["seeds"][0], cs.seed_row(self.seed_1))
         self.assertEqual(list(self.seed_1["held_out"]), list(cs.HELD_OUT))
 
-    def test_the_recorded_seed_answers_at_least_57_of_60_on_every_held_out_set(self):
-        for kind, result in self.seed_1["held_out"].items():
-            self.assertGreaterEqual(result["correct"], CLAIMED, kind)
+    def test_seeds_1_to_10_answer_at_least_57_of_60_on_every_held_out_set(self):
+        for row in self.recorded["seeds"][:10]:
+            for kind, correct in row["correct"].items():
+                self.assertGreaterEqual(correct, CLAIMED, f"seed {row['seed']}, {kind}")
 
     def test_every_seed_weighs_the_colour_above_the_distractor(self):
         for row in self.recorded["seeds"]:
