@@ -13,7 +13,8 @@ and of the lesson's own listing (`reference.listing`), which evaluates the same 
 the lesson prints them: a Python generator of products inside each fsum. Both give bit-identical
 results, which it checks. Columns:
 
-  attention.py s, listing s   seconds for forward + backward (the best of a few runs for small T)
+  attention.py s, listing s   seconds for forward + backward: the best of 5 runs (3 above T=64),
+                              so that a moment of a busy machine does not make a row
   speedup                     listing s / attention.py s: the work is the same, every pair of
                               every (T, T) product computed; attention.py multiplies with `map`
                               and sums with `fsum` in C, where the listing runs a generator
@@ -28,7 +29,7 @@ model generates text, in two ways that give the same rows bit for bit (it checks
 attention_step on each new position (kv_cache.steps), and without it, attention_forward recomputed
 on every prefix, keeping the last row. Columns:
 
-  cache s, recompute s        seconds for all T positions, each way: the best of 3 runs (of 1
+  cache s, recompute s        seconds for all T positions, each way: the best of 5 runs (of 1
                               for recomputing more than 64 positions)
   speedup                     recompute s / cache s
   cache multiply-adds,        counted exactly, by kv_cache.cache_multiply_adds and
@@ -115,7 +116,7 @@ def peak_mib(run, args):
 
 def measure(T):
     args = inputs(T)
-    repeats = 5 if T <= 64 else 1
+    repeats = 5 if T <= 64 else 3
     layer_s, layer_result = best_time(layer_pass, args, repeats)
     listing_s, listing_result = best_time(listing_pass, args, repeats)
     if layer_result != listing_result:
@@ -133,7 +134,7 @@ def recompute_pass(params, x):
 
 def measure_cache(T):
     params, x, _ = inputs(T)
-    cache_s, cache_rows = best_time(cache_pass, (params, x), 3)
+    cache_s, cache_rows = best_time(cache_pass, (params, x), 5)
     recompute_s, recompute_rows = best_time(recompute_pass, (params, x), 3 if T <= 64 else 1)
     if cache_rows != recompute_rows:
         raise ValueError(f"T={T}: the cache and the recomputed prefixes disagree")
