@@ -353,7 +353,7 @@ def check_story(text):
                          f"{outside[0]!r} at position {text.index(outside[0])}")
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
-                         f"{text[-20:]!r}")
+                         f"one ending in {text[-20:]!r}")
 
 
 def encode_question(tokenizer, text):

@@ -67,7 +67,7 @@ def check_output_path(path, maker=None):
     target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
     if target.split(os.sep)[0] == ".git" or (target in SHIPPED and (
             target not in VIEWS or VIEWS[target] != maker)):
-        raise ValueError(f"{path} is one of this folder's own files: write the view somewhere "
+        raise ValueError(f"{path} is one of this folder's own files: write yours somewhere "
                          f"else")
 
 

@@ -75,6 +75,9 @@ class CommandLineErrors(unittest.TestCase):
         """The command line of a row, run in a folder of its own: its result (returncode, stdout,
         stderr)."""
         self.tmp = tmp = tempfile.mkdtemp(dir=self.tmp)
+        if row.startswith("trace_attention.py --check with attention-trace.json missing"):
+            self.copy("tokenizer.json")
+            return run_script("trace_attention.py", "--check", folder=tmp)
         if row.startswith("trace_attention.py --check with"):
             self.copy("attention-trace.json", "tokenizer.json")
             path = os.path.join(tmp, "attention-trace.json")
@@ -96,12 +99,14 @@ class CommandLineErrors(unittest.TestCase):
             return run_script("trace_attention.py", "--svg", path)
         if row.startswith("trace_attention.py --svg /tmp"):
             return run_script("trace_attention.py", "--svg", "/tmp")
-        if row.startswith("trace_attention.py --sentence of 1200 tokens"):
+        if row.startswith("trace_attention.py --sentence of 1201 tokens"):
             return run_script("trace_attention.py", "--sentence", "a " * 1200)
         if row.startswith("trace_attention.py --sentence S --changed S2"):
             sentence = " ".join(["a"] * 64)
             return run_script("trace_attention.py", "--sentence", sentence, "--changed",
                               sentence + " a")
+        if row == "trace_attention.py --sentence mia --changed Mia":
+            return run_script("trace_attention.py", "--sentence", "mia", "--changed", "Mia")
         if row.startswith("trace_attention.py >&-"):
             return run_script("trace_attention.py", stdout_closed=True)
         if row.startswith("bpe.py encode mia --tokenizer nested.json"):

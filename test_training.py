@@ -197,7 +197,9 @@ class Predict(MessageAssertions, unittest.TestCase):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),
                 ("Mia has a red ball. the ball is", ValueError, "got 'M' at position 0"),
-                ("mia has a red ball. the ball is red.", ValueError, "must end with its question"),
+                ("mia has a red ball. the ball is red.", ValueError,
+                 "must end with its question, such as \"the ball is\", got one ending in "
+                 "'ll. the ball is red.'"),
                 ("the ball is " * 22 + "is", ValueError, "at most 64 tokens, got 67")]:
             self.assertMessage(error, fragment, cs.predict, self.model, text)
         self.assertMessage(TypeError, "model must be the dict train_model returns", cs.predict,
@@ -283,7 +285,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
             self.assertOneLineError(done, fragment)
             self.assertNotIn("step", done.stderr)
 
-    def test_story_prints_the_answer_and_a_weight_for_every_token(self):
+    def test_story_prints_the_answer_and_a_weight_for_every_token_by_its_label(self):
         story = "mia has a red ball. tom has a blue cup too. the ball is"
         done = run_script("train_attention.py", "--story", story, "--steps", "1")
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -292,6 +294,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertEqual(heading, "the question's weight on each token:")
         self.assertEqual(len(rows), len(story.replace(".", " .").split()))
         self.assertAlmostEqual(sum(float(row.split()[1]) for row in rows), 1.0, delta=1e-3)
+        labels = [row.split()[0] for row in rows]     # a repeated token is told apart by place
+        self.assertEqual(len(set(labels)), len(labels), labels)
+        self.assertIn("␣ball@4", labels)
 
     def test_check_without_a_record_says_so_before_training(self):
         with tempfile.TemporaryDirectory() as tmp:

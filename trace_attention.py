@@ -94,11 +94,14 @@ def inputs(tokenizer, text, embedding, what="the sentence"):
     are read by a person."""
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe.Tokenizer, got {type(tokenizer).__name__}")
-    ids = tokenizer.encode(text)
+    shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
+    try:
+        ids = tokenizer.encode(text)
+    except ValueError as e:     # a character outside the alphabet: say which text holds it
+        raise ValueError(f"{what} {shown}: {e}") from None
     if not ids:
         raise ValueError(f"{what} {text!r} has no token: expected at least one")
     if len(ids) > MAX_TOKENS:
-        shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
         raise ValueError(f"{what} {shown} has {len(ids)} tokens: the trace and its views take at "
                          f"most {MAX_TOKENS}")
     return ids, [list(embedding[i]) for i in ids]

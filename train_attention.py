@@ -36,7 +36,7 @@ from colour_stories import (COLOURS, HELD_OUT, LOSS_EVERY, NAMES, OBJECTS, SEED,
                             stories, train_model)
 from golden import to_json, write_or_check
 from safe_io import read_text
-from views import heatmaps_svg, label, panel, text_table, token_labels
+from views import heatmaps_svg, panel, text_table, token_labels
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
 
@@ -89,7 +89,7 @@ def seeds_line(row):
 def weights_table(weights):
     """The question's weight on each token of a story, one line each, the largest marked."""
     top = max(range(len(weights)), key=lambda i: weights[i][1])
-    return text_table([label(token) for token, _ in weights], ["weight"],
+    return text_table(token_labels([token for token, _ in weights]), ["weight"],
                       [[w] for _, w in weights], marks={top: "◀ most weight"}) + "\n"
 
 
