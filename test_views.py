@@ -114,6 +114,14 @@ class LessonViews(unittest.TestCase):
                 cells = panels(f.read())[ta.PANEL_TITLES["causal"]][0]
         self.assertEqual(len(cells), len(t["tokens"]) ** 2)
 
+    def test_an_edit_of_another_length_says_which_rows_one_side_lacks(self):
+        done = run_main(ta.main, "--sentence", "mia", "--table")     # 'mia' -> 'hat': 1 -> 2 tokens
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("editing 'mia' -> 'hat' (1 -> 2 tokens: rows 1 and later are on one side "
+                      "only):", done.stdout)
+        done = run_main(ta.main, "--table")             # the lesson's edit keeps the length
+        self.assertIn("editing 'mia has a red ball.' -> 'mia has a red hat.':\n", done.stdout)
+
     def test_bad_sentence_is_one_line(self):
         for args, fragment in (
             (("--sentence", "The dog."), "character 'T' at position 0"),

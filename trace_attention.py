@@ -194,7 +194,12 @@ def trace_table(t, shown=("scores", "weights"), run=None):
         columns = (labels if name in ("scores", "weights")
                    else [str(c) for c in range(len(matrix[0]))])
         lines += [CAPTIONS[name], text_table(labels, columns, matrix), ""]
-    lines.append(f"editing {t['sentence']!r} -> {t['changed_sentence']!r}:")
+    edit = f"editing {t['sentence']!r} -> {t['changed_sentence']!r}"
+    before, after = len(t["tokens"]), len(t["changed_tokens"])
+    if before != after:     # a row only one side has counts as changed
+        edit += (f" ({before} -> {after} tokens: rows {min(before, after)} and later are on one "
+                 f"side only)")
+    lines.append(edit + ":")
     for mode, result in t["masks"].items():
         lines.append(f"  {mode:<6}  rows changed {result['rows_changed_by_the_edit']}, "
                      f"row 0's weight on the future {result['weight_on_future_row_0']}")
