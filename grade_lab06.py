@@ -50,7 +50,8 @@ CALL_LIMIT = 2.0      # seconds one call of the learner's code may take; importi
 TOTAL_LIMIT = 20.0    # seconds the whole grading may take
 START_LIMIT = 5.0     # seconds for Python to start, before any of the learner's code runs
 MAX_FILE = 2 ** 20    # bytes: a larger file is refused before it runs
-MAX_ANSWER = 2 ** 24  # bytes of one answer from the learner's process
+MAX_ANSWER = 2 ** 20  # bytes of one answer: the largest asked for (a 64-position head's four
+                      # matrices) is about 400 kB, and a larger one is no answer but a burden
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grade_lab06_runner.py")
 
 SCAFFOLD = '''"""Lab 06: one attention head, computed by hand. Fill in the three functions, then run
@@ -139,7 +140,10 @@ class LearnerProcess:
         self.answers, self.requests = queue.Queue(), queue.Queue()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", RUNNER, os.path.abspath(path)],
+                # -B and a cache under the null device: the runner neither writes bytecode into
+                # this folder nor reads any that the learner's code may have left there
+                [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={os.devnull}", RUNNER,
+                 os.path.abspath(path)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 start_new_session=True)
         except OSError as e:
@@ -564,15 +568,18 @@ def _row(learner, scores, allowed, want, when_wrong=None):
 
 def _rejects(learner, function, args, what, type_error_too=False):
     """None when function(*args) raises ValueError (or a subclass; TypeError too where the value is
-    of the wrong kind), else what happened."""
-    reply = learner.call(function, *args)
-    if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
-        return None
-    if reply.failure is None:
-        return f"expected ValueError for {what}, but it returned {_came(reply.value)}"
-    if reply.kind in (None, "NotImplementedError", "BaseException"):
-        return reply.failure
-    return f"expected ValueError for {what}, but {reply.failure}"
+    of the wrong kind), else what happened. args may be a list of argument tuples, witnesses of
+    one kind of bad input (a ragged Q, K or V): each must be refused."""
+    for one in args if isinstance(args, list) else [args]:
+        reply = learner.call(function, *one)
+        if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
+            continue
+        if reply.failure is None:
+            return f"expected ValueError for {what}, but it returned {_came(reply.value)}"
+        if reply.kind in (None, "NotImplementedError", "BaseException"):
+            return reply.failure
+        return f"expected ValueError for {what}, but {reply.failure}"
+    return None
 
 
 def _edited(reply, names):
@@ -704,11 +711,19 @@ def lab_checks():
         return (f"attention rejects {what}",
                 lambda learner: _rejects(learner, "attention", args, what, type_error_too))
 
-    def not_finite(name, at, value):
+    def edited(name, at, value):
+        """(Q, K, V, allowed) of the lab with one entry of Q, K or V replaced by value."""
         matrices = [[list(row) for row in m] for m in (q, k, v)]
         matrices["QKV".index(name)][at[0]][at[1]] = value
+        return (*matrices, allowed)
+
+    def not_finite(name, at):
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
-                       (*matrices, allowed))
+                       [edited(name, at, bad) for bad in (math.nan, math.inf, -math.inf)])
+
+    def ragged(matrix):
+        return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \
+            [list(row) for row in matrix[2:]]
 
     checks = [
         ("matmul: Q = X·WQ", lambda learner: _product(learner, lab06.X, lab06.WQ, q)),
@@ -769,19 +784,25 @@ def lab_checks():
         ("masked_softmax rejects a row with nothing allowed", lambda learner: _rejects(
             learner, "masked_softmax", ([1.0, 2.0], [False, False]),
             "a row with nothing allowed (no fallback is invented)")),
-        rejects("a ragged matrix", ([[1.0, 0.0], [1.0], [1.0, 1.0]], k, v, allowed)),
-        rejects("an empty matrix", ([], k, v, [])),
+        ("masked_softmax rejects a mask of another length", lambda learner: _rejects(
+            learner, "masked_softmax", [([1.0, 2.0, 3.0], [True]), ([1.0], [True, False])],
+            "scores and a mask of different lengths")),
+        rejects("a ragged matrix", [(ragged(q), k, v, allowed), (q, ragged(k), v, allowed),
+                                    (q, k, ragged(v), allowed)]),
+        rejects("an empty matrix", [([], k, v, []), ([[]] * 3, [[]] * 3, v, allowed)]),
         rejects("query and key widths that differ", (q, [[1.0, 0.0, 0.0]] * 3, v, allowed)),
         rejects("key and value counts that differ", (q, k, v[:2], allowed)),
-        rejects("a mask of the wrong size", (q, k, v, [[True, False], [True, True]])),
+        rejects("a mask of the wrong size", [(q, k, v, [[True, False], [True, True]]),
+                                             (q, k, v, [[True, False, False], [True, True],
+                                                        [True, True, True]])]),
         rejects("a mask entry that is not a bool", (q, k, v, [[True, False, False],
                                                              [1, True, False],
                                                              [True, True, True]]), True),
         rejects("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
                                                              [True, True, True]])),
-        not_finite("Q", (2, 1), math.nan),
-        not_finite("K", (1, 0), math.inf),
-        not_finite("V", (0, 1), math.nan),
+        not_finite("Q", (2, 1)),
+        not_finite("K", (1, 0)),
+        not_finite("V", (0, 1)),
         rejects("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3,
                                                      v, allowed)),
         ("masked_softmax leaves scores and allowed as they were", lambda learner: _edited(
@@ -881,4 +902,16 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
     if passed < len(checks):
         summary += f"; {stopped}" if stopped else ""
         summary += ": fix the first FAIL and grade again"
-    return lines + [summary], passed == len(checks)
+    return [printable(line) for line in lines] + [summary], passed == len(checks)
+
+
+def printable(line):
+    r"""line with every character a terminal would act on (a newline, a carriage return, an escape
+    sequence's ESC, a lone surrogate) written as its escape: a message from the learner's code
+    cannot move the cursor, paint a PASS over its FAIL or break the output's encoding.
+
+    >>> printable("FAIL  x: \x1b[1A\rPASS")
+    'FAIL  x: \\x1b[1A\\rPASS'
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in line)

@@ -27,7 +27,7 @@ from attention import (
     shape,
     transpose,
 )
-from helpers_for_tests import MessageAssertions, run_main, run_process, run_script
+from helpers_for_tests import MessageAssertions, run_main, run_script
 from golden import to_json
 from safe_io import write_atomic
 
@@ -372,7 +372,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 return run_main(ta.main, *args)
 
     def test_check_passes_on_the_recorded_file_as_a_script(self):
-        done = run_process("trace_attention.py", "--check")
+        done = run_script("trace_attention.py", "--check")
         self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_missing_tokenizer_is_one_line_from_the_script(self):

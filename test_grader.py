@@ -8,12 +8,15 @@ stopped, and the mutants, which attack nothing, in this process (InProcess), by 
 functions.
 """
 
+import atexit
 import concurrent.futures
 import doctest
 import json
 import marshal
 import os
+import re
 import select
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -22,7 +25,7 @@ from unittest import mock
 
 import grade_lab06
 import grade_lab06_runner
-from helpers_for_tests import MessageAssertions, run_script
+from helpers_for_tests import HERE, MessageAssertions, run_script
 
 SHORT = 0.2        # seconds a call may take where the test waits for a loop to be stopped
 
@@ -179,6 +182,24 @@ MUTANTS = {
           "if not any(allowed):\n        return [0.0] * len(scores)\n    if not scores:")],
         "masked_softmax rejects a row with nothing allowed: expected ValueError for a row with "
         "nothing allowed (no fallback is invented), but it returned [0.0, 0.0]"),
+    # each kind of bad input has more than one witness: a check of Q alone is not enough
+    "a ragged K or V accepted": (
+        [("if not m or any(len(row) != len(m[0]) for row in m):",
+          "if not m or m is Q and any(len(row) != len(m[0]) for row in m):"),
+         ("matmul(Q, [list(c) for c in zip(*K)])",
+          "matmul(Q, [[row[j] for row in K] for j in range(len(Q[0]))])")],
+        "attention rejects a ragged matrix: expected ValueError for a ragged matrix, but "
+        "attention raised IndexError"),
+    "an infinite value accepted, NaN refused": (
+        [("if not all(math.isfinite(x) for row in m for x in row):",
+          "if any(math.isnan(x) for row in m for x in row):")],
+        "attention rejects a value that is not finite: expected ValueError for a value that is "
+        "not finite, but it returned"),
+    "a softmax mask of another length accepted": (
+        [("if not scores or len(scores) != len(allowed) or not any(allowed):",
+          "if not scores or not any(allowed):")],
+        "masked_softmax rejects a mask of another length: expected ValueError for scores and a "
+        "mask of different lengths, but it returned"),
 }
 
 # attack: (what the file adds at its end, what its first FAIL says). None of them may pass.
@@ -234,6 +255,9 @@ HOSTILE = {
                      "the learner's process was killed by SIGSEGV during matmul"),
     "a syntax error": ("def matmul(left, right)\n    pass\n",
                        "FAIL  importing tiny_attention.py: syntax error (line 50): expected ':'"),
+    "a message that paints PASS over its FAIL, with a lone surrogate": (
+        "def matmul(left, right):\n    raise ValueError('\\x1b[2K\\rPASS  fine\\n\\ud800')\n",
+        "matmul raised ValueError: \\x1b[2K\\rPASS  fine\\n\\ud800"),
     "an import error": ("import numpyy\n", "it raised ModuleNotFoundError: No module named "
                                              "'numpyy' (line 50)"),
 }
@@ -279,25 +303,47 @@ class InProcess:
             del sys.modules[name]
 
 
-def graded(sources, in_process=()):
-    """{name: (lines, passed)} for {name: (source, limits)}, each file graded in a process of its
-    own, several at a time (most of a grading is waiting for the other process); the names in
-    in_process, files of this test's own, are graded after them in this process (InProcess)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {}
-        for n, name in enumerate(sources):
-            os.mkdir(os.path.join(tmp, str(n)))
-            paths[name] = os.path.join(tmp, str(n), "tiny_attention.py")
-            with open(paths[name], "w", encoding="utf-8") as f:
-                f.write(sources[name][0])
-        with concurrent.futures.ThreadPoolExecutor(6) as pool:
-            futures = {name: pool.submit(grade_lab06.grade, paths[name], **sources[name][1])
-                       for name in sources if name not in in_process}
-            results = {name: future.result() for name, future in futures.items()}
-        with mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
-            results.update({name: grade_lab06.grade(paths[name], **sources[name][1])
-                            for name in in_process})
-        return results
+def write_sources(folder, sources):
+    """{name: path} for {name: (source, limits)}, each source a tiny_attention.py of its own."""
+    paths = {}
+    for n, name in enumerate(sources):
+        os.mkdir(os.path.join(folder, str(n)))
+        paths[name] = os.path.join(folder, str(n), "tiny_attention.py")
+        with open(paths[name], "w", encoding="utf-8") as f:
+            f.write(sources[name][0])
+    return paths
+
+
+def start_grading(sources):
+    """Start grading each file of {name: (source, limits)} in a process of its own, several at a
+    time on threads (most of a grading is waiting for the other process). Returns
+    {name: future of (lines, passed)}; the files are removed when the tests end."""
+    folder = tempfile.mkdtemp()
+    paths = write_sources(folder, sources)
+    pool = concurrent.futures.ThreadPoolExecutor(6)
+    futures = {name: pool.submit(grade_lab06.grade, paths[name], **sources[name][1])
+               for name in sources}
+    pool.shutdown(wait=False)
+    atexit.register(shutil.rmtree, folder, True)
+    return futures
+
+
+def attacking_sources():
+    """The files that attack the grader, each graded in a process of its own: first those that
+    wait for a limit."""
+    slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
+            "    time.sleep(0.1)\n    return _matmul(left, right)\n")
+    sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 0.3})}
+    sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
+                    for name, (attack, _) in HOSTILE.items() if name in LOOPS})
+    sources.update({name: (LEARNER + "\n" + attack, {})
+                    for name, (attack, _) in HOSTILE.items() if name not in LOOPS})
+    return sources
+
+
+# Started here, when the tests are collected: the processes run on the second core while the
+# modules before this one are tested.
+ATTACKS = start_grading(attacking_sources())
 
 
 def first_fail(lines):
@@ -308,19 +354,17 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        """Every mutant and hostile file graded once; first those that wait for a limit."""
-        slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
-                "    time.sleep(0.1)\n    return _matmul(left, right)\n")
-        sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 0.3})}
-        sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
-                        for name, (attack, _) in HOSTILE.items() if name in LOOPS})
-        sources.update({name: (LEARNER + "\n" + attack, {})
-                        for name, (attack, _) in HOSTILE.items() if name not in LOOPS})
-        sources.update({name: (mutant(changes), {}) for name, (changes, _) in MUTANTS.items()})
-        sources["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
+        """Every hostile file graded once, in a process of its own (ATTACKS, started when this
+        module was imported), and every mutant in this process."""
+        cls.graded = {name: future.result() for name, future in ATTACKS.items()}
+        own = {name: (mutant(changes), {}) for name, (changes, _) in MUTANTS.items()}
+        own["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
             LEARNER.replace('raise ValueError("the shapes do not fit")',
                             'raise ShapeError("the shapes do not fit")')), {})
-        cls.graded = graded(sources, in_process=set(MUTANTS) | {"a ValueError subclass"})
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
+            paths = write_sources(tmp, own)
+            cls.graded.update({name: grade_lab06.grade(paths[name]) for name in own})
 
     def grade_source(self, source, *args):
         with tempfile.TemporaryDirectory() as tmp:
@@ -328,6 +372,12 @@ class Grader(MessageAssertions, unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
             return run_script("perturb_attention.py", "--grade", path, *args)
+
+    def test_the_readme_counts_the_checks_the_grader_runs(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            said = re.search(r"The grader runs the (\d+) checks the scaffold lists", f.read())
+        self.assertIsNotNone(said, "README.md no longer says how many checks the grader runs")
+        self.assertEqual(int(said.group(1)), len(grade_lab06.lab_checks()))
 
     def test_a_correct_file_passes_every_check_and_exits_0(self):
         done = self.grade_source(LEARNER)
@@ -373,6 +423,7 @@ class Grader(MessageAssertions, unittest.TestCase):
             with self.subTest(attack=name):
                 self.assertFalse(passed)
                 self.assertIn(HOSTILE[name][1], first_fail(lines), "\n".join(lines))
+                self.assertTrue(all(line.isprintable() for line in lines), lines)
                 self.assertFalse(any("Traceback" in line for line in lines))
                 self.assertRegex(lines[-1], r"^\d+ of \d+ checks pass")
 
@@ -405,7 +456,7 @@ class Grader(MessageAssertions, unittest.TestCase):
                     os._exit(0)
                 os.read(ready, 1)
             ''')
-            lines, passed = graded({"child": (source, {})})["child"]
+            lines, passed = start_grading({"child": (source, {})})["child"].result()
             self.assertTrue(passed, "\n".join(lines))
             self.assertEqual(os.read(reader, 1), b"x")
             # Every writer gone means the end of the FIFO: the child was killed with the group.
@@ -440,7 +491,7 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     def test_a_file_of_any_name_is_graded_and_a_missing_one_is_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for name in ("notes.txt", "mine.pyw", "no_extension"):
+            for name in ("notes.txt", "no_extension"):
                 with self.subTest(name=name):
                     path = os.path.join(tmp, name)
                     with open(path, "w", encoding="utf-8") as f:
