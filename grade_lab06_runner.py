@@ -16,8 +16,9 @@ subclass, None, becomes a string "<type ...>", so that the grader can name what 
 
 Before the learner's code runs, the two channels move to descriptors of their own and 0, 1 and 2
 point at the null device, so what the code prints or reads never mixes with the answers; every
-builtin the runner uses is bound here, and JSON is written with the C string encoder, so that
-patching builtins or json does not change an answer. Address space is limited to
+builtin the runner uses is bound here, its own functions are called through a private copy of its
+names, and JSON is written with the C string encoder, so that patching builtins, json or
+__main__ does not change an answer. Address space is limited to
 MEMORY_LIMIT. What it leaves out: time limits and killing (the grader does both, from its own
 process) and any sandbox (the code runs with the user's rights, and could rewrite this process).
 """
@@ -156,7 +157,21 @@ def _limit_memory():
         pass
 
 
+def _private_names():
+    """This module's names, each of its functions rebuilt to look its names up here rather than in
+    __main__: code that rebinds __main__.plain or __main__.to_json changes nothing the runner
+    calls. (Code that goes looking for these functions' own globals still could: no sandbox.)"""
+    names = dict(globals())
+    for name, value in list(names.items()):
+        if type(value) is types.FunctionType and value.__globals__ is globals():
+            names[name] = types.FunctionType(value.__code__, names, name, value.__defaults__,
+                                             value.__closure__)
+    return names
+
+
 def main():
+    own = _private_names()
+    load, call, raised, to_json = (own[name] for name in ("load", "call", "raised", "to_json"))
     path = os.path.abspath(sys.argv[1])
     requests, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
     quiet = os.open(os.devnull, os.O_RDWR)

@@ -225,9 +225,12 @@ HOSTILE = {
         "def masked_softmax(scores, allowed):\n    return [0.5] * len(scores)\n",
         "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]: entry 1: "
         "expected 0.3333333333 (1/3), got 0.5 (1/2)"),
-    "patching the runner to answer an int no float holds": (
-        "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n",
-        "the product row 1, column 1: expected a float or an int, got 1000000000"),
+    "patching the runner's functions to hide a bool and an edit": (
+        "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n"
+        "__main__._text_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
+        "def matmul(left, right):\n    left.append([0.0])\n"
+        "    return [[True for _ in right[0]] for _ in left[:-1]]\n",
+        "the product row 1, column 1: expected a float or an int, got a bool"),
     "a BaseException of its own": (
         "class Boom(BaseException):\n    pass\ndef matmul(left, right):\n    raise Boom('no')\n",
         "matmul raised Boom (line 53), which is not an Exception: no"),
