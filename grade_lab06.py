@@ -403,13 +403,15 @@ def _hinted(problem, mistake):
 
 # ---- the mistakes learners make, each made with the folder's own matmul and softmax ------------
 
-def _scales(q, k):
+def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
-    T, S, d, d_model = len(q), len(k), len(q[0]), len(lab06.X[0])
+    T, S, d, d_v, d_model = len(q), len(k), len(q[0]), len(v[0]), len(lab06.X[0])
     keys = "the number of keys" + (" (and of queries)" if T == S else "")
     return [
         (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
         (f"the scores are divided by d = {d}, not by √d", d),
+        (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
+         f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
          math.sqrt(S)),
         (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the "
@@ -419,11 +421,11 @@ def _scales(q, k):
     ]
 
 
-def score_mistakes(q, k):
-    """(mistake, make) for the scores before the mask, of q (T, d) and k (S, d)."""
+def score_mistakes(q, k, v):
+    """(mistake, make) for the scores before the mask, of q (T, d), k (S, d) and v (S, d_v)."""
     product = matmul(q, transpose(k))
     return [(mistake, lambda by=by: [[s / by for s in row] for row in product])
-            for mistake, by in _scales(q, k)] + [
+            for mistake, by in _scales(q, k, v)] + [
         ("the scores are transposed: row i holds query i's scores, Q·Kᵀ and not K·Qᵀ",
          lambda: transpose(attend(q, k, k, lab06.everything_allowed(q, k))["scores"]))]
 
@@ -499,7 +501,7 @@ def weight_mistakes(q, k, v, allowed):
         (f"the scale is applied after the softmax: divide the scores by √{d} before it, not the "
          f"weights", lambda: [[w / math.sqrt(d) for w in row] for row in weights(scaled(d ** .5))]),
     ] + [(mistake, lambda by=by: weights(scaled(math.sqrt(d) / by)))
-         for mistake, by in _scales(q, k)]
+         for mistake, by in _scales(q, k, v)]
 
 
 def output_mistakes(weights, k, v):
@@ -652,7 +654,8 @@ def _not_finite(value):
 WIDE = ([[1.0, 0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]],
         [[1.0, 0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 1.0, 0.0],
          [0.0, 0.0, 1.0, 1.0, 1.0]],
-        [[1.0], [2.0], [3.0], [4.0]], [[True] * 4] * 3)   # √5, √4 keys, √3 queries, √2 of X
+        [[float(i)] * 6 for i in range(1, 5)],        # √5, √4 keys, √3 queries, √6 of V, √2 of X
+        [[True] * 4] * 3)
 NON_SQUARE = ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
               [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[True, True, False], [True, True, True]])
 RECTANGLE = [[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]
@@ -676,7 +679,7 @@ def _all_parts(learner, args, when_raised=None):
     """scores, masked_scores, weights and output on args, in that order: the first that differs."""
     want = _want(args)
     q, k, v, allowed = args
-    return (_part(learner, args, "scores", want["scores"], score_mistakes(q, k),
+    return (_part(learner, args, "scores", want["scores"], score_mistakes(q, k, v),
                   when_raised=when_raised)
             or _part(learner, args, "masked_scores", want["masked_scores"],
                      lambda got: finite_stand_in(got, want["masked_scores"], allowed) or diagnose(
@@ -732,7 +735,7 @@ def lab_checks():
         ("matmul: a (2, 3)·(3, 2) product", lambda learner: _product(
             learner, RECTANGLE, NON_SQUARE[2], matmul(RECTANGLE, NON_SQUARE[2]))),
         ("baseline scores = Q·Kᵀ/√2, before the mask",
-         baseline("scores", score_mistakes(q, k))),
+         baseline("scores", score_mistakes(q, k, v))),
         ("baseline masked_scores: −∞ where blocked",
          baseline("masked_scores", lambda got: finite_stand_in(got, want["masked_scores"],
                                                                allowed) or diagnose(
@@ -769,8 +772,8 @@ def lab_checks():
          baseline("output", output_mistakes(want["weights"], k, v))),
         ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
          lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
-                               score_mistakes(WIDE[0], WIDE[1]),
-                               when_raised=_refused_shape("(3, 4)", 1))),
+                               score_mistakes(*WIDE[:3]),
+                               when_raised=_refused_shape("(3, 4)", 6))),
         ("a head of 2 queries and 3 sources: scores, masked_scores, weights and output",
          lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 2))),
     ]
@@ -845,7 +848,7 @@ def experiment_checks(head, changes=()):
         want = _want(args)
         checks += [
             (f"{label}: scores = Q·Kᵀ/√{d}, before the mask", lambda learner, a=args, w=want:
-             _part(learner, a, "scores", w["scores"], score_mistakes(a[0], a[1]))),
+             _part(learner, a, "scores", w["scores"], score_mistakes(*a[:3]))),
             (f"{label}: masked_scores, −∞ where blocked", lambda learner, a=args, w=want: _part(
                 learner, a, "masked_scores", w["masked_scores"],
                 lambda got: finite_stand_in(got, w["masked_scores"], a[3]) or diagnose(

@@ -108,6 +108,9 @@ MUTANTS = {
         "scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5: scores row 1, "
         "column 1: expected 0.4472135955, got 0.7071067812; this looks like: the scores are "
         "divided by √2, the width of the lab's X"),
+    "divided by the square root of the width of V": (
+        [("d = len(Q[0])", "d = len(V[0])")],
+        "this looks like: the scores are divided by √6, the width of V, not by √d = √5"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
