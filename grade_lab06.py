@@ -657,7 +657,9 @@ WIDE = ([[1.0, 0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0
         [[float(i)] * 6 for i in range(1, 5)],        # √5, √4 keys, √3 queries, √6 of V, √2 of X
         [[True] * 4] * 3)
 NON_SQUARE = ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
-              [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[True, True, False], [True, True, True]])
+              [[2.0, 0.0, 1.0], [0.0, 4.0, 1.0], [1.0, 1.0, 3.0]],   # values 3 wide, Q and K 2
+              [[True, True, False], [True, True, True]])
+TALL = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 RECTANGLE = [[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]
 MIXED_MASK = [[True, False, True], [False, True, True], [True, True, False]]
 FUTURE_ABOVE = ([[1.0], [1.0]], [[0.0], [1000.0]], [[1.0], [2.0]], [[True, False], [True, True]])
@@ -733,7 +735,7 @@ def lab_checks():
         ("matmul: K = X·WK", lambda learner: _product(learner, lab06.X, lab06.WK, k)),
         ("matmul: V = X·WV", lambda learner: _product(learner, lab06.X, lab06.WV, v)),
         ("matmul: a (2, 3)·(3, 2) product", lambda learner: _product(
-            learner, RECTANGLE, NON_SQUARE[2], matmul(RECTANGLE, NON_SQUARE[2]))),
+            learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL))),
         ("baseline scores = Q·Kᵀ/√2, before the mask",
          baseline("scores", score_mistakes(q, k, v))),
         ("baseline masked_scores: −∞ where blocked",
@@ -775,7 +777,7 @@ def lab_checks():
                                score_mistakes(*WIDE[:3]),
                                when_raised=_refused_shape("(3, 4)", 6))),
         ("a head of 2 queries and 3 sources: scores, masked_scores, weights and output",
-         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 2))),
+         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3))),
     ]
     checks += [(f"{lab06.TITLES[key]}, every intermediate", intervention(change))
                for key, change in lab06.INTERVENTIONS.items()]

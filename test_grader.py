@@ -111,6 +111,11 @@ MUTANTS = {
     "divided by the square root of the width of V": (
         [("d = len(Q[0])", "d = len(V[0])")],
         "this looks like: the scores are divided by √6, the width of V, not by √d = √5"),
+    "an output as wide as Q, not as V": (
+        [("output = matmul(weights, V)",
+          "output = [row[:len(Q[0])] for row in matmul(weights, V)]")],
+        "a head of 2 queries and 3 sources: scores, masked_scores, weights and output: output "
+        "row 1: expected a list of 3 numbers, got [1.3395230986533138, 1.3209538026933725]"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
