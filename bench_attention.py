@@ -29,8 +29,8 @@ model generates text, in two ways that give the same rows bit for bit (it checks
 attention_step on each new position (kv_cache.steps), and without it, attention_forward recomputed
 on every prefix, keeping the last row. Columns:
 
-  cache s, recompute s        seconds for all T positions, each way: the best of 5 runs (of 1
-                              for recomputing more than 64 positions)
+  cache s, recompute s        seconds for all T positions, each way: the cache's best of 5
+                              runs, recomputing's best of 3 (of 1 above T=64)
   speedup                     recompute s / cache s
   cache multiply-adds,        counted exactly, by kv_cache.cache_multiply_adds and
   recompute multiply-adds     recompute_multiply_adds (a test counts the products themselves)

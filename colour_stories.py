@@ -303,8 +303,6 @@ class Adam:
             for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
                                                            self.mean_grad[name],
                                                            self.mean_sq_grad[name]):
-                if not any(g_row) and not any(mean_row) and not any(mean_sq_row):
-                    continue        # a row no story has touched yet (an unused token): step 0
                 for j, g in enumerate(g_row):
                     mean = mean_row[j] = b1 * mean_row[j] + a1 * g
                     mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + a2 * g * g

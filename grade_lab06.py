@@ -410,12 +410,12 @@ def _scales(q, k, v):
     return [
         (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
         (f"the scores are divided by d = {d}, not by √d", d),
-        (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
-         f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
          math.sqrt(S)),
         (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the "
          f"width of Q and K", math.sqrt(T)),
+        (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
+         f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
          f"in, not by √d = √{d}, the width of this head's Q and K", math.sqrt(d_model)),
     ]
@@ -570,17 +570,19 @@ def _row(learner, scores, allowed, want, when_wrong=None):
 
 def _rejects(learner, function, args, what, type_error_too=False):
     """None when function(*args) raises ValueError (or a subclass; TypeError too where the value is
-    of the wrong kind), else what happened. args may be a list of argument tuples, witnesses of
-    one kind of bad input (a ragged Q, K or V): each must be refused."""
-    for one in args if isinstance(args, list) else [args]:
+    of the wrong kind), else what happened. args may be a list of (label, argument tuple),
+    witnesses of one kind of bad input ("a ragged K"): each must be refused, and the message names
+    the first that is not."""
+    for label, one in args if isinstance(args, list) else [(None, args)]:
         reply = learner.call(function, *one)
         if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
             continue
+        case = what + (f" ({label})" if label else "")
         if reply.failure is None:
-            return f"expected ValueError for {what}, but it returned {_came(reply.value)}"
+            return f"expected ValueError for {case}, but it returned {_came(reply.value)}"
         if reply.kind in (None, "NotImplementedError", "BaseException"):
             return reply.failure
-        return f"expected ValueError for {what}, but {reply.failure}"
+        return f"expected ValueError for {case}, but {reply.failure}"
     return None
 
 
@@ -724,7 +726,8 @@ def lab_checks():
 
     def not_finite(name, at):
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
-                       [edited(name, at, bad) for bad in (math.nan, math.inf, -math.inf)])
+                       [(f"{_num(bad)} in {name}", edited(name, at, bad))
+                        for bad in (math.nan, math.inf, -math.inf)])
 
     def ragged(matrix):
         return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \
@@ -790,16 +793,20 @@ def lab_checks():
             learner, "masked_softmax", ([1.0, 2.0], [False, False]),
             "a row with nothing allowed (no fallback is invented)")),
         ("masked_softmax rejects a mask of another length", lambda learner: _rejects(
-            learner, "masked_softmax", [([1.0, 2.0, 3.0], [True]), ([1.0], [True, False])],
+            learner, "masked_softmax", [("3 scores, 1 mask entry", ([1.0, 2.0, 3.0], [True])),
+                                        ("1 score, 2 mask entries", ([1.0], [True, False]))],
             "scores and a mask of different lengths")),
-        rejects("a ragged matrix", [(ragged(q), k, v, allowed), (q, ragged(k), v, allowed),
-                                    (q, k, ragged(v), allowed)]),
-        rejects("an empty matrix", [([], k, v, []), ([[]] * 3, [[]] * 3, v, allowed)]),
+        rejects("a ragged matrix", [("a ragged Q", (ragged(q), k, v, allowed)),
+                                    ("a ragged K", (q, ragged(k), v, allowed)),
+                                    ("a ragged V", (q, k, ragged(v), allowed))]),
+        rejects("an empty matrix", [("no queries", ([], k, v, [])),
+                                    ("rows of width 0", ([[]] * 3, [[]] * 3, v, allowed))]),
         rejects("query and key widths that differ", (q, [[1.0, 0.0, 0.0]] * 3, v, allowed)),
         rejects("key and value counts that differ", (q, k, v[:2], allowed)),
-        rejects("a mask of the wrong size", [(q, k, v, [[True, False], [True, True]]),
-                                             (q, k, v, [[True, False, False], [True, True],
-                                                        [True, True, True]])]),
+        rejects("a mask of the wrong size", [
+            ("2 rows for 3 queries", (q, k, v, [[True, False], [True, True]])),
+            ("a row of 2 for 3 sources", (q, k, v, [[True, False, False], [True, True],
+                                                    [True, True, True]]))]),
         rejects("a mask entry that is not a bool", (q, k, v, [[True, False, False],
                                                              [1, True, False],
                                                              [True, True, True]]), True),

@@ -28,7 +28,7 @@ import os
 import sys
 import types
 from builtins import (BaseException, Exception, NotImplementedError, SyntaxError, TypeError,
-                      ValueError, abs, all, callable, compile, dict, enumerate, exec, float,
+                      ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
                       getattr, int, isinstance, len, list, next, open, str, type)
 
 MEMORY_LIMIT = 2 ** 30    # bytes of address space: a runaway list ends in MemoryError
@@ -38,7 +38,7 @@ try:
     from _json import encode_basestring_ascii as QUOTE    # C code, whatever is patched later
 except ImportError:                                      # a Python without the C accelerator
     from json.encoder import py_encode_basestring_ascii as QUOTE
-FLOAT_TEXT = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
+FLOAT_TEXT = types.MappingProxyType({"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"})
 
 
 def plain(value, depth=0):

@@ -196,18 +196,18 @@ MUTANTS = {
           "if not m or m is Q and any(len(row) != len(m[0]) for row in m):"),
          ("matmul(Q, [list(c) for c in zip(*K)])",
           "matmul(Q, [[row[j] for row in K] for j in range(len(Q[0]))])")],
-        "attention rejects a ragged matrix: expected ValueError for a ragged matrix, but "
-        "attention raised IndexError"),
+        "attention rejects a ragged matrix: expected ValueError for a ragged matrix (a ragged K), "
+        "but attention raised IndexError"),
     "an infinite value accepted, NaN refused": (
         [("if not all(math.isfinite(x) for row in m for x in row):",
           "if any(math.isnan(x) for row in m for x in row):")],
         "attention rejects a value that is not finite: expected ValueError for a value that is "
-        "not finite, but it returned"),
+        "not finite (∞ in V), but it returned"),
     "a softmax mask of another length accepted": (
         [("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not scores or not any(allowed):")],
         "masked_softmax rejects a mask of another length: expected ValueError for scores and a "
-        "mask of different lengths, but it returned"),
+        "mask of different lengths (3 scores, 1 mask entry), but it returned"),
 }
 
 # attack: (what the file adds at its end, what its first FAIL says). None of them may pass.
@@ -239,6 +239,13 @@ HOSTILE = {
         "def matmul(left, right):\n    left.append([0.0])\n"
         "    return [[True for _ in right[0]] for _ in left[:-1]]\n",
         "the product row 1, column 1: expected a float or an int, got a bool"),
+    "rewriting the runner's float texts to hide an edit": (
+        "import __main__\ntry:\n    __main__.FLOAT_TEXT['2.0'] = '1.0'\nexcept TypeError:\n"
+        "    pass\n_attention = attention\ndef attention(Q, K, V, allowed):\n"
+        "    result = _attention([list(row) for row in Q], K, V, allowed)\n"
+        "    Q[0][0] = 2.0 if Q[0][0] == 1.0 else Q[0][0]\n    return result\n",
+        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "(Q changed)"),
     "a BaseException of its own": (
         "class Boom(BaseException):\n    pass\ndef matmul(left, right):\n    raise Boom('no')\n",
         "matmul raised Boom (line 53), which is not an Exception: no"),
@@ -383,6 +390,12 @@ class Grader(MessageAssertions, unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
             return run_script("perturb_attention.py", "--grade", path, *args)
+
+    def test_patching_the_runner_hides_neither_a_bool_nor_an_edit(self):
+        lines, passed = self.graded["patching the runner's functions to hide a bool and an edit"]
+        self.assertFalse(passed)
+        self.assertIn("FAIL  attention leaves Q, K, V and allowed as they were: the inputs were "
+                      "edited in place", "\n".join(lines))
 
     def test_the_readme_counts_the_checks_the_grader_runs(self):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:

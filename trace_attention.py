@@ -88,20 +88,25 @@ def load_tokenizer():
     return Tokenizer.load(TOKENIZER_PATH)
 
 
+def _shown(text):
+    """A text for a message: whole up to 40 characters, else its start and "…"."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
+
+
 def inputs(tokenizer, text, embedding, what="the sentence"):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
     a text of no token or more than MAX_TOKENS tokens, naming it as `what`: the trace and its views
     are read by a person."""
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe.Tokenizer, got {type(tokenizer).__name__}")
-    shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
     try:
-        ids = tokenizer.encode(text)
+        ids = tokenizer.encode(text)    # raises TypeError for a text that is not a str
     except ValueError as e:     # a character outside the alphabet: say which text holds it
-        raise ValueError(f"{what} {shown}: {e}") from None
+        raise ValueError(f"{what} {_shown(text)}: {e}") from None
     if not ids:
         raise ValueError(f"{what} {text!r} has no token: expected at least one")
     if len(ids) > MAX_TOKENS:
+        shown = _shown(text)
         raise ValueError(f"{what} {shown} has {len(ids)} tokens: the trace and its views take at "
                          f"most {MAX_TOKENS}")
     return ids, [list(embedding[i]) for i in ids]
