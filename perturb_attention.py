@@ -107,10 +107,11 @@ def _changes_of_z(case, labels):
     return lines
 
 
-def lab_table(result, head=HEAD, changes=()):
+def lab_table(result, head=HEAD, changes=(), baseline_only=False):
     """The baseline's Q, K, V, S, each row's softmax sum, A (also as fractions), Z and z_i as its
-    scaled value vectors, as aligned tables; then for each intervention and bug the rows of S, A
-    and Z that changed, in full, and how each z_i moved."""
+    scaled value vectors, as aligned tables; then, unless baseline_only (Part 1 alone, before the
+    learner has predicted the rest), for each intervention and bug the rows of S, A and Z that
+    changed, in full, and how each z_i moved."""
     base = result["baseline"]
     labels = position_labels(len(base["Q"]))
     found = cases(result, head, changes)
@@ -132,7 +133,7 @@ def lab_table(result, head=HEAD, changes=()):
             continue
         columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
         lines += [name, text_table(labels, columns, matrix), ""]
-    for case in found[1:]:
+    for case in [] if baseline_only else found[1:]:
         lines.append(f"{case['title']} ({case['subtitle']})" if case["subtitle"] else case["title"])
         every_row = case["zeroed"] is not None or case["scores"] is None
         a_rows = z_rows = list(range(len(labels)))
@@ -156,7 +157,7 @@ def lab_table(result, head=HEAD, changes=()):
         if case["before"] is not None:
             lines += _changes_of_z(case, labels)
         lines.append("")
-    if "baseline_unchanged" in result:
+    if "baseline_unchanged" in result and not baseline_only:
         lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -281,6 +282,14 @@ def _refuse_conflicts(parser, args):
         if extras:
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
+    if args.baseline:
+        if not args.table:
+            parser.error("--baseline goes with --table: it prints Part 1's tables alone")
+        extras = given[1:] + sorted({change.flag for change in changes})
+        extras = [flag for flag in extras if flag not in ("--head", "--values")]
+        if extras:
+            parser.error(f"--baseline shows the head before any change or bug; drop "
+                         f"{', '.join(extras)}")
     if args.grade is not None:
         views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")]
         extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
@@ -314,6 +323,9 @@ def main(argv=None):
                              "mask: post-softmax (softmax, then zero the future) or destinations "
                              "(softmax over each column); repeatable")
     parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
+    parser.add_argument("--baseline", action="store_true",
+                        help="with --table: Part 1's tables alone, none of the interventions "
+                             "you are yet to predict")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
                                                         "bug", "html"))
     if (args.write or args.check) and args.changes:
@@ -349,7 +361,7 @@ def _run(args):
     if args.html is not None:
         save_view(args.html, lab_page(result, head, changes), "perturb_attention.py --html")
     if args.table:
-        show(lab_table(result, head, changes))
+        show(lab_table(result, head, changes, args.baseline))
     if args.svg is not None or args.table or args.html is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))

@@ -200,12 +200,20 @@ class Lab06(unittest.TestCase):
 
 
 class PartOne(unittest.TestCase):
-    """--table holds Part 1's steps: each row's sources and softmax sum, A as fractions, and z_i as
-    its scaled value vectors; the README's answer key quotes them as the program prints them."""
+    """--table --baseline holds Part 1's steps: each row's sources and softmax sum, A as fractions,
+    and z_i as its scaled value vectors, and none of the later parts' answers; the README's answer
+    key quotes them as the program prints them."""
 
     @classmethod
     def setUpClass(cls):
-        cls.table = run_script("perturb_attention.py", "--table").stdout
+        cls.table = run_script("perturb_attention.py", "--table", "--baseline").stdout
+        cls.full = run_script("perturb_attention.py", "--table").stdout
+
+    def test_the_baseline_alone_is_the_full_tables_start_and_gives_no_later_answer(self):
+        self.assertTrue(self.full.startswith(self.table.rstrip("\n")), self.table[-200:])
+        for title in [lab.TITLES[key] for key in lab.INTERVENTIONS] + ["baseline unchanged"]:
+            self.assertIn(title, self.full)
+            self.assertNotIn(title, self.table)
 
     def test_each_rows_denominator_is_2_3_and_8(self):
         """exp(ln 2) = 2; exp(0) + exp(ln 2) = 3; exp(ln 2) + exp(ln 2) + exp(2 ln 2) = 8."""
@@ -224,7 +232,7 @@ class PartOne(unittest.TestCase):
             readme = f.read()
         fold = readme[readme.index("## Lab 06"):readme.index("**Mask polarity.**")]
         fold = fold[fold.index("<details>"):]
-        table = self.table
+        table = self.full
         excerpt = "".join(table[table.index(first):table.index(last)] for first, last in (
             ("softmax of each row:", "A = softmax"), ("A as fractions", "Z = A·V"),
             ("z_i = Σ", "value ablation")))

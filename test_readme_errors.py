@@ -124,6 +124,9 @@ class CommandLineErrors(unittest.TestCase):
                 return run_script("bench_bpe.py", "--quick", "--rust")
         if row.startswith("perturb_attention.py --grade tiny_attention.py --table"):
             return run_script("perturb_attention.py", "--grade", "tiny_attention.py", "--table")
+        if row == "perturb_attention.py --table --baseline --ablate-value 2":
+            return run_script("perturb_attention.py", "--table", "--baseline", "--ablate-value",
+                              "2")
         if row == "perturb_attention.py --set-weights 1=0.5,0.5,0":
             return run_script("perturb_attention.py", "--set-weights", "1=0.5,0.5,0")
         self.fail(f"the README's row {row!r} has no command line in this test: add one")
