@@ -288,8 +288,8 @@ def _refuse_conflicts(parser, args):
         extras = given[1:] + sorted({change.flag for change in changes})
         extras = [flag for flag in extras if flag not in ("--head", "--values")]
         if extras:
-            parser.error(f"--baseline shows the head before any change or bug; drop "
-                         f"{', '.join(extras)}")
+            parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
+                         f"drop {', '.join(extras)}")
     if args.grade is not None:
         views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")]
         extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
