@@ -13,7 +13,7 @@ pass float range, so that nothing after it needs checking. Those checks are pass
 operands (a few percent of the layer's time); an entry is read one by one only to name the one that
 is wrong. A cache carries a seal, copies of every matrix in it and of the params and x it was made
 from, so that a backward pass refuses a cache from another call or one edited since.
-attention_step's cache of keys and values carries a seal too (KVSeal): copies of its rows and
+attention_step's cache of keys and values carries the same kind of seal: copies of its rows and
 params, compared at the next step's door.
 """
 
@@ -109,7 +109,7 @@ def check_matmul(a, b):
     sizes = [_magnitude(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
     if len(b) * sizes[0] * sizes[1] <= sys.float_info.max:      # Σ|a|·Σ|b| bounds every sum
         return
-    largest = [max(map(abs, map(float, chain.from_iterable(m)))) for m in (a, b)]
+    largest = [_largest(m) for m in (a, b)]
     if len(b) * largest[0] * largest[1] > sys.float_info.max:
         products = f"{len(b)} product{'s' * (len(b) > 1)}"
         raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} could overflow: a sum of "
@@ -126,10 +126,15 @@ def check_add(matrices):
                          f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
     if sum(_magnitude(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices)) > \
             sys.float_info.max:      # their magnitudes added up bound every sum
-        largest = max(max(map(abs, map(float, chain.from_iterable(m)))) for m in matrices)
+        largest = max(map(_largest, matrices))
         raise ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
                          f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
                          f"large for floats")
+
+
+def _largest(m):
+    """The largest |entry| of a matrix of finite numbers, as a float."""
+    return max(map(abs, map(float, chain.from_iterable(m))))
 
 
 def _magnitude(name, m):
@@ -287,8 +292,9 @@ _CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "wei
 
 
 class Seal:
-    """What a forward pass made, and the params and x it was made from, kept as copies apart from
-    the cache: the backward pass compares them with what it is given. Its repr is short: a seal is
+    """What a forward pass (or a step of attention_step) made, and the params and x it was made
+    from, kept as copies apart from the cache: the backward pass (or the next step) compares them
+    with what it is given. Its repr is short: a seal is
     not for reading."""
 
     def __init__(self, cache, params=None, x=None):
@@ -297,7 +303,7 @@ class Seal:
         self.params = None if params is None else _copied(_params_of(params))
 
     def __repr__(self):
-        return "<seal: what the forward pass made, to check the cache against>"
+        return "<seal: copies of what was made, to check it against>"
 
 
 def _copied(value):
@@ -370,20 +376,6 @@ def check_core_backward(cache, d_mixed):
 _FRESH_KV = "{'k': [], 'v': []}"
 
 
-class KVSeal:
-    """What attention_step leaves in kv["seal"]: its own copies of the rows of k and v and of the
-    params they were made with, which the next step's door compares with ==. A copy shares the
-    numbers, so the comparison reads each once and allocates nothing: a hash of every key at every
-    step would cost as much as the step's own arithmetic. Printed short, so that a printed kv
-    shows its keys and values."""
-
-    def __init__(self, k, v, params):
-        self.k, self.v, self.params = k, v, params
-
-    def __repr__(self):
-        return f"<attention_step's seal of {len(self.k)} keys and values>"
-
-
 def check_step(params, x_t, kv):
     """attention_step's door: kv {'k': [], 'v': []} or as attention_step left it, params that fit
     (checked in full at the first step, then compared with the seal's copy), and x_t one input
@@ -418,23 +410,21 @@ def _check_kv(kv, params):
         check_params(params)
         return
     seal = kv.get("seal")
-    if not isinstance(seal, KVSeal):
+    if not isinstance(seal, Seal) or seal.params is None:
         raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
                          f"start from {_FRESH_KV}")
-    if not (isinstance(params, dict) and all(params.get(name) == copy
-                                             for name, copy in seal.params.items())):
+    if not isinstance(params, dict) or {name: params.get(name) for name in seal.params} != \
+            seal.params:
         check_params(params)            # a bad matrix is named first
         raise ValueError(f"kv was built by attention_step for other params (or params were "
                          f"changed since): start again from {_FRESH_KV}")
-    if kv["k"] != seal.k or kv["v"] != seal.v:
+    if {"k": kv["k"], "v": kv["v"]} != seal.cache:
         raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
                          f"added or removed since; start again from {_FRESH_KV}")
 
 
 def seal_kv(kv, params):
-    """Seal kv after a step appended its row to k and v. The door has just found the rows before
-    it sealed (or none), so the new seal is the old one with copies of the new rows."""
-    before = kv["seal"] if len(kv["k"]) > 1 else KVSeal(
-        [], [], {name: [list(row) for row in params[name]] for name in ("Wq", "Wk", "Wv", "Wo")})
-    kv["seal"] = KVSeal(before.k + [list(kv["k"][-1])], before.v + [list(kv["v"][-1])],
-                        before.params)
+    """Seal kv after a step appended its row to k and v: copies of its rows and of params, which the
+    next step's door compares with what it is given."""
+    kv["seal"] = Seal({"k": kv["k"], "v": kv["v"]}, params)
+

@@ -56,6 +56,9 @@ BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 INIT_SCALE = 0.5               # E and U from uniform(−0.5, 0.5)
 TRAIN_STORIES, TEST_STORIES = 1000, 60
 LOSS_EVERY = 100               # steps between two recorded mean losses
+RECORDED_SEEDS = 30            # train_attention.py --write trains seeds 1…30, TUNED_ON of them
+TUNED_ON = 10                  # seeds 1…10, on which STEPS was chosen; 11…30 trained only after
+CLAIM = 57                     # of TEST_STORIES: what every held-out set of seeds 1…10 reaches
 
 COLOURS = ["red", "blue", "green", "yellow", "pink", "brown", "black", "white"]
 NAMES = ["mia", "tom", "sam", "lily", "max", "zoe", "ben", "ana"]
@@ -457,3 +460,26 @@ def seed_row(record):
                                  for kind in distractor_sets},
             "weight_on_distractor": {kind: held_out[kind]["weight_on_distractor"]
                                      for kind in distractor_sets}}
+
+
+def held_out_table(record):
+    """A run's held-out sets in Markdown, each beside both bigrams and with the question's weights,
+    as the command line prints it and the README quotes it."""
+    lines = ["| held-out set | next-token bigram | question bigram | the layer "
+             "| weight on colour | on distractor |", "|---|---|---|---|---|---|"]
+    for kind, result in record["held_out"].items():
+        distractor = result["weight_on_distractor"]
+        lines.append(f"| {kind} | {result['next token bigram']} | {result['question bigram']} "
+                     f"| {result['correct']} | {result['weight_on_colour']} "
+                     f"| {'' if distractor is None else distractor} |")
+    return "\n".join(lines)
+
+
+def seeds_header():
+    """The head of the seeds table in Markdown: a column per held-out set."""
+    return "| seed | " + " | ".join(HELD_OUT) + " |\n" + "|---" * (len(HELD_OUT) + 1) + "|\n"
+
+
+def seeds_line(row):
+    """One seed's line of the seeds table: how many of each held-out set it answers."""
+    return f"| {row['seed']} | " + " | ".join(str(row["correct"][k]) for k in HELD_OUT) + " |\n"

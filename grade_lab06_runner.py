@@ -140,6 +140,17 @@ def call(module, name, args, path):
         return {"raised": raised(error, path)}
 
 
+def reply_to(module, request, path):
+    """(module, reply): the learner's module after the request (loaded by an "import") and the
+    answer to it, what raised included."""
+    if request["call"] != "import":
+        return module, call(module, request["call"], request["args"], path)
+    try:
+        return load(path), {"value": None, "edited": []}
+    except BaseException as error:      # SystemExit and KeyboardInterrupt are answers here too
+        return module, {"raised": raised(error, path)}
+
+
 def _text_of(value):
     try:
         return to_json(plain(value))
@@ -171,7 +182,7 @@ def _private_names():
 
 def main():
     own = _private_names()
-    load, call, raised, to_json = (own[name] for name in ("load", "call", "raised", "to_json"))
+    reply_to, to_json = own["reply_to"], own["to_json"]
     path = os.path.abspath(sys.argv[1])
     requests, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
     quiet = os.open(os.devnull, os.O_RDWR)
@@ -190,13 +201,7 @@ def main():
         if not size:
             break
         request = marshal.loads(requests.read(size))
-        if request["call"] == "import":
-            try:
-                module, reply = load(path), {"value": None, "edited": []}
-            except BaseException as error:
-                reply = {"raised": raised(error, path)}
-        else:
-            reply = call(module, request["call"], request["args"], path)
+        module, reply = reply_to(module, request, path)
         answer({"id": request["id"], **reply})
     os._exit(0)        # neither the learner's atexit hooks nor its threads hold the process
 

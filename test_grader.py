@@ -304,18 +304,12 @@ class InProcess:
 
     def ask(self, call, *args):
         self.count += 1
-        args = marshal.loads(marshal.dumps(list(args)))
-        if call == "import":
-            saved = list(sys.path)
-            try:
-                self.module = grade_lab06_runner.load(self.path)
-                reply = {"value": None, "edited": []}
-            except BaseException as error:
-                reply = {"raised": grade_lab06_runner.raised(error, self.path)}
-            finally:
-                sys.path[:] = saved
-        else:
-            reply = grade_lab06_runner.call(self.module, call, args, self.path)
+        request = {"id": self.count, "call": call, "args": marshal.loads(marshal.dumps(list(args)))}
+        saved = list(sys.path)
+        try:
+            self.module, reply = grade_lab06_runner.reply_to(self.module, request, self.path)
+        finally:
+            sys.path[:] = saved
         return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}))
 
     def stop(self):

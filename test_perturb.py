@@ -241,6 +241,10 @@ class PartOne(unittest.TestCase):
         shown = ", ".join(f"[{', '.join(str(lab.exact_fraction(w)) for w in column if w)}]"
                           for column in columns)
         self.assertIn(" and ".join(shown.rsplit(", ", 1)), " ".join(fold.split()))
+        sums = [str(lab.exact_fraction(math.fsum(row)))
+                for row in lab.softmax_over_destinations(*lab.projected())[0]]
+        self.assertIn(f"the rows sum to {', '.join(sums[:-1])} and {sums[-1]}",
+                      " ".join(fold.split()))
         leak = run_script("perturb_attention.py", "--scale-key", "3=2", "--bug", "post-softmax",
                           "--table").stdout
         line = next(line for line in leak.splitlines() if line.startswith("  z₁: [4/5, 0]"))

@@ -122,43 +122,23 @@ def fractions(values):
     return ", ".join(fraction(x) for x in values)
 
 
-def held_out_table(run):
-    """The README's table of seed 1's held-out sets, from training-run.json."""
-    lines = ["| held-out set | next-token bigram | question bigram | the layer "
-             "| weight on colour | on distractor |", "|---|---|---|---|---|---|"]
-    for kind, result in run["held_out"].items():
-        distractor = result["weight_on_distractor"]
-        lines.append(f"| {kind} | {result['next token bigram']} | {result['question bigram']} "
-                     f"| {result['correct']} | {result['weight_on_colour']} "
-                     f"| {'' if distractor is None else distractor} |")
-    return "\n".join(lines)
-
-
-CHOSEN_ON = 10      # the steps were chosen on seeds 1…10; 11…30 were trained only after
-
-
-def seeds_table(rows):
-    """The README's table of seeds 1 to 10, from training-run.json."""
-    kinds = list(rows[0]["correct"])
-    lines = ["| seed | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 1) + "|"]
-    lines += [f"| {row['seed']} | " + " | ".join(str(row["correct"][k]) for k in kinds) + " |"
-              for row in rows[:CHOSEN_ON]]
-    return "\n".join(lines)
-
-
 def seeds_sentence(rows):
-    """What the seeds show: how many of the first ten and of the rest reach 57 of 60 on every
-    held-out set, and the worst set of all."""
-    chosen, more = rows[:CHOSEN_ON], rows[CHOSEN_ON:]
+    """What the seeds show: how many of those STEPS was chosen on and of the rest reach the claim
+    on every held-out set, and the worst set of all."""
+    tuned, more = rows[:colour_stories.TUNED_ON], rows[colour_stories.TUNED_ON:]
+    claim, total = colour_stories.CLAIM, colour_stories.TEST_STORIES
 
     def good(some):
-        return sum(min(row["correct"].values()) >= 57 for row in some)
+        return sum(min(row["correct"].values()) >= claim for row in some)
 
     worst, seed, kind = min((c, row["seed"], k) for row in rows for k, c in row["correct"].items())
-    return (f"Seeds 1 to {CHOSEN_ON}: {good(chosen)} of {len(chosen)} answer at least 57 of 60 on "
-            f"every held-out set. Seeds {CHOSEN_ON + 1} to {len(rows)}, trained only once the "
-            f"number of steps was chosen: {good(more)} of {len(more)}. The worst set of all is "
-            f"{worst} of 60 (seed {seed}, {kind}).")
+    return (f"Seeds 1 to {len(tuned)}: {good(tuned)} of {len(tuned)} answer at least {claim} of "
+            f"{total} on every held-out set. Seeds {len(tuned) + 1} to {len(rows)}, trained only "
+            f"once the number of steps was chosen: {good(more)} of {len(more)}. The worst set of "
+            f"all is {worst} of {total} (seed {seed}, {kind}).")
+
+
+NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight"]
 
 
 def training_figures(recorded):
@@ -168,23 +148,28 @@ def training_figures(recorded):
     config, held_out = run["config"], run["held_out"]
     example, unseen, after_is = run["example"], run["unseen_object"], run["bigram_after_is"]
     question_bigram = [result["question bigram"] for result in held_out.values()]
+    next_token_bigram = [result["next token bigram"] for result in held_out.values()]
     on = {word: example["weights"][-1][example["tokens"].index(" " + word)]
           for word in (example["colour"], example["distractor"])}
     early, late = held_out["distractor early"], held_out["distractor late"]
-    colours = len(colour_stories.COLOURS)
+    colours, total = len(colour_stories.COLOURS), colour_stories.TEST_STORIES
     return {
-        "ON_STORIES": f"on {config['train_stories']} such stories",
+        "HELD_OUT_SETS": f"{NUMBER_WORDS[len(held_out)]} held-out sets of {total} stories",
+        "EACH_TWICE": "each about " + ["never", "once", "twice", "three times"][
+            config["steps"] // config["train_stories"]],
+        "ALL_SEEDS": f"`python3 train_attention.py --seeds {len(rows)}` trains seeds 1 to "
+                     f"{len(rows)}",
         "CONFIG": f"d_model {config['d_model']}, d_head {config['d_head']}, "
                   f"{config['steps']} steps",
-        "TABLE_HELD_OUT": held_out_table(run),
+        "TABLE_HELD_OUT": colour_stories.held_out_table(run),
         "NEXT_TOKEN_SENTENCE": f"after \" is\" it says \"{after_is['next token']}\", never a "
-                               f"colour, so its "
-                               f"{max(r['next token bigram'] for r in held_out.values())} of 60",
+                               f"colour, so its {max(next_token_bigram)} of {total}",
         "QUESTION_SENTENCE": f"always answers the colour most frequent in training, "
                              f"\"{after_is['question']}\"",
-        "CHANCE": f"(1 in {colours}, {60 / colours} of 60)",
-        "QUESTION_RANGE": f"{min(question_bigram)} to {max(question_bigram)} of 60",
-        "TABLE_SEEDS": seeds_table(rows),
+        "CHANCE": f"(1 in {colours}, {total / colours} of {total})",
+        "QUESTION_RANGE": f"{min(question_bigram)} to {max(question_bigram)} of {total}",
+        "TABLE_SEEDS": colour_stories.seeds_header() + "".join(
+            colour_stories.seeds_line(row) for row in rows[:colour_stories.TUNED_ON]),
         "SEEDS_SENTENCE": seeds_sentence(rows),
         "STEPS_PHRASE": f"in {config['steps']} steps of one story each",
         "LAST_ROW": f"the last row is the question, \" is\" of "

@@ -20,7 +20,6 @@ SEED = 20261129
 # Central differences with ε = 1e-6 on a loss of size ~1: truncation O(ε²) and rounding about
 # 1e-16/ε = 1e-10, so a right gradient agrees within 1e-7 and a dropped path misses by far more.
 GRAD_TOLERANCE = 1e-7
-CLAIMED = 57        # the README's claim: 57 of 60 on every held-out set, for seeds 1 to 10
 
 
 @functools.lru_cache(maxsize=None)
@@ -208,7 +207,8 @@ class Predict(MessageAssertions, unittest.TestCase):
                 ("mia has a red ball. the ball is red.", ValueError,
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),
-                ("the ball is " * 22 + "is", ValueError, "at most 64 tokens, got 67")]:
+                ("the ball is " * 22 + "is", ValueError,
+                 f"at most {cs.MAX_TOKENS} tokens, got 67")]:
             self.assertMessage(error, fragment, cs.predict, self.model, text)
         self.assertMessage(TypeError, "model must be the dict train_model returns", cs.predict,
                            self.model["params"], "the ball is")
@@ -234,14 +234,15 @@ class RecordedRun(unittest.TestCase):
                           config["learning_rate"], config["train_stories"]),
                          (cs.SEED, cs.STEPS, cs.D_MODEL, cs.D_HEAD, cs.LEARNING_RATE,
                           cs.TRAIN_STORIES))
-        self.assertEqual([row["seed"] for row in self.recorded["seeds"]], list(range(1, 31)))
+        self.assertEqual([row["seed"] for row in self.recorded["seeds"]],
+                         list(range(1, cs.RECORDED_SEEDS + 1)))
         self.assertEqual(self.recorded["seeds"][0], cs.seed_row(self.seed_1))
         self.assertEqual(list(self.seed_1["held_out"]), list(cs.HELD_OUT))
 
     def test_seeds_1_to_10_answer_at_least_57_of_60_on_every_held_out_set(self):
-        for row in self.recorded["seeds"][:10]:
+        for row in self.recorded["seeds"][:cs.TUNED_ON]:
             for kind, correct in row["correct"].items():
-                self.assertGreaterEqual(correct, CLAIMED, f"seed {row['seed']}, {kind}")
+                self.assertGreaterEqual(correct, cs.CLAIM, f"seed {row['seed']}, {kind}")
 
     def test_every_seed_weighs_the_colour_above_the_distractor(self):
         for row in self.recorded["seeds"]:

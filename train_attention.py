@@ -31,9 +31,10 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from cli import OneLineParser, guarded, save_view, show
-from colour_stories import (COLOURS, HELD_OUT, LOSS_EVERY, NAMES, OBJECTS, SEED, STEPS,
-                            check_story, encode_question, make_tokenizer, predict, run, seed_row,
-                            stories, train_model)
+from attention import causal_mask
+from colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED, STEPS,
+                            encode_question, held_out_table, make_tokenizer, predict, run,
+                            seed_row, seeds_header, seeds_line, stories, train_model)
 from golden import to_json, write_or_check
 from safe_io import read_text
 from views import heatmaps_svg, panel, text_table, token_labels
@@ -42,8 +43,6 @@ __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_PATH = os.path.join(HERE, "training-run.json")
-RECORDED_SEEDS = 30     # --write trains seeds 1…30, the README's claims are over them: 1…10, on
-                        # which STEPS was chosen, and 11…30, trained only once it was
 
 
 def run_seeds(seeds, steps=STEPS):
@@ -58,13 +57,7 @@ def summary(record, seconds):
     config, held_out = record["config"], record["held_out"]
     lines = [f"seed {config['seed']}: {config['steps']} steps in {seconds:.1f} s; held-out "
              f"stories answered with their colour, of {held_out['plain']['total']} each:", "",
-             "| held-out set | next-token bigram | question bigram | the layer "
-             "| weight on colour | on distractor |", "|---|---|---|---|---|---|"]
-    for kind, result in held_out.items():
-        distractor = result["weight_on_distractor"]
-        lines.append(f"| {kind} | {result['next token bigram']} | {result['question bigram']} "
-                     f"| {result['correct']} | {result['weight_on_colour']} "
-                     f"| {'' if distractor is None else distractor} |")
+             held_out_table(record)]
     unseen, after_is = record["unseen_object"], record["bigram_after_is"]
     lines += ["", f"after \" is\" the next-token bigram says {after_is['next token']!r}, "
                   f"the question bigram {after_is['question']!r}",
@@ -74,16 +67,6 @@ def summary(record, seconds):
               f"loss every {LOSS_EVERY} steps: "
               + " ".join(str(entry["mean_loss"]) for entry in record["losses"])]
     return "\n".join(lines) + "\n"
-
-
-def seeds_header():
-    """The head of the seeds table in Markdown: a column per held-out set."""
-    return "| seed | " + " | ".join(HELD_OUT) + " |\n" + "|---" * (len(HELD_OUT) + 1) + "|\n"
-
-
-def seeds_line(row):
-    """One seed's line of the seeds table: how many of each held-out set it answers."""
-    return f"| {row['seed']} | " + " | ".join(str(row["correct"][k]) for k in HELD_OUT) + " |\n"
 
 
 def weights_table(weights):
@@ -99,7 +82,7 @@ def example_svg(record):
     example = record["example"]
     labels = token_labels(example["tokens"])
     weights = example["weights"]
-    hatched = [[j > i for j in range(len(row))] for i, row in enumerate(weights)]
+    hatched = [[not ok for ok in row] for row in causal_mask(len(weights))]
     return heatmaps_svg(
         [panel("trained attention", labels, labels, weights, hatched,
                highlight=[len(labels) - 1], mark="◀ the question",
@@ -156,8 +139,7 @@ def _run(args):
         for record in run_seeds(list(range(1, args.seeds + 1)), steps):
             show(seeds_line(seed_row(record)))
     elif args.story is not None:
-        check_story(args.story)                                 # refuse it before training,
-        encode_question(make_tokenizer(stories(seed)[0]), args.story)   # its length too
+        encode_question(make_tokenizer(stories(seed)[0]), args.story)   # refused before training
         answer, weights = predict(train_model(seed, steps, _progress), args.story)
         show(f"answer: {answer!r}\nthe question's weight on each token:\n"
              + weights_table(weights))
