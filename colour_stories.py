@@ -43,7 +43,8 @@ import time
 from collections import Counter, defaultdict, namedtuple
 from math import fsum, sqrt
 
-from attention import attention_backward, attention_forward, init_attention, matmul, transpose
+from attention import (attention_backward, attention_forward, init_attention, matmul,
+                       softmax_row, transpose)
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
 
@@ -249,23 +250,11 @@ def forward(params, ids):
     return {"x": x, "cache": cache, "logits": matmul(cache["out"][-1:], params["U"])[0]}
 
 
-def log_softmax(row):
-    """log softmax(row), computed as (row − max) − log Σ exp(row − max), so that no exp
-    overflows and no log sees 0.
-
-    >>> log_softmax([1000.0, 1000.0]) == [-math.log(2)] * 2
-    True
-    """
-    top = max(row)
-    log_total = math.log(fsum(math.exp(logit - top) for logit in row))
-    return [logit - top - log_total for logit in row]
-
-
 def loss_and_grads(params, prompt, answer):
     """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter."""
     fw = forward(params, prompt)
-    log_probs = log_softmax(fw["logits"])
-    d_logits = [math.exp(lp) for lp in log_probs]       # d loss / d logits = softmax − one-hot
+    probs = softmax_row(fw["logits"])
+    d_logits = list(probs)                               # d loss / d logits = softmax − one-hot
     d_logits[answer] -= 1.0
     # forward: logits = out[T−1]·U; no other row of out is scored
     grads = {"U": [[o * d for d in d_logits] for o in fw["cache"]["out"][-1]]}   # outᵀ·d_logits
@@ -280,7 +269,7 @@ def loss_and_grads(params, prompt, answer):
     for i, (t, d_row) in enumerate(zip(prompt, d_x)):
         grads["E"][t] = [g + d for g, d in zip(grads["E"][t], d_row)]
         grads["P"][i] = d_row
-    return -log_probs[answer], grads
+    return -math.log(probs[answer]), grads
 
 
 class Adam:
@@ -299,17 +288,15 @@ class Adam:
         self.t += 1
         lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
         b1, b2 = BETAS
-        # constants out of the loop: m̂ / (√ŝ + eps) = (mean / c1) / (√mean_sq / √c2 + eps)
-        step_size, root_c2, a1, a2 = lr / (1 - b1 ** self.t), sqrt(1 - b2 ** self.t), 1 - b1, 1 - b2
-        eps = ADAM_EPS
+        c1, c2 = 1 - b1 ** self.t, 1 - b2 ** self.t
         for name, grad in grads.items():
             for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
                                                            self.mean_grad[name],
                                                            self.mean_sq_grad[name]):
                 for j, g in enumerate(g_row):
-                    mean = mean_row[j] = b1 * mean_row[j] + a1 * g
-                    mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + a2 * g * g
-                    w_row[j] -= step_size * mean / (sqrt(mean_sq) / root_c2 + eps)
+                    mean = mean_row[j] = b1 * mean_row[j] + (1 - b1) * g
+                    mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + (1 - b2) * g * g
+                    w_row[j] -= lr * (mean / c1) / (sqrt(mean_sq / c2) + ADAM_EPS)
 
 
 # ---- training and answering ---------------------------------------------------------------------

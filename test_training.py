@@ -6,6 +6,7 @@ and the command line's refusals."""
 import doctest
 import functools
 import json
+import math
 import os
 import random
 import tempfile
@@ -13,6 +14,7 @@ import unittest
 from collections import Counter
 
 import colour_stories as cs
+from attention import softmax_row
 from gradcheck import central_differences, max_err
 from helpers_for_tests import HERE, MessageAssertions, run_script
 
@@ -152,7 +154,7 @@ class Model(unittest.TestCase):
         _, grads = cs.loss_and_grads(params, prompt, answer)
 
         def loss():
-            return -cs.log_softmax(cs.forward(params, prompt)["logits"])[answer]
+            return -math.log(softmax_row(cs.forward(params, prompt)["logits"])[answer])
 
         numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
         self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
@@ -180,9 +182,6 @@ class Model(unittest.TestCase):
             adam.step(params, cs.loss_and_grads(params, *rng.choice(pairs))[1])
         after = sum(cs.loss_and_grads(params, *pair)[0] for pair in pairs)
         self.assertLess(after, before / 2, f"seed {SEED}: loss {before} -> {after}")
-
-    def test_log_softmax_takes_large_logits(self):
-        self.assertEqual(cs.log_softmax([1000.0, 0.0])[0], 0.0)
 
 
 class Predict(MessageAssertions, unittest.TestCase):
