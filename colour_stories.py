@@ -12,17 +12,22 @@ colour-free fillers. Each held-out set (HELD_OUT) tests one of these apart.
 
 The model, for a prompt of T tokens (a story up to "the ball is"):
 
-    x      = E[ids] + P[0…T−1]               token + position embedding, (T, d_model)
-    out    = attention_forward(params, x)    the lesson's causal layer, unchanged, (T, d_model)
-    logits = out[T−1]·U                      (V,): a score for every token of the vocabulary
+    x      = E[ids] + P[0…T−1]        token + position embedding, (T, d_model)
+    out    = the lesson's causal layer on x, its last row (d_model): the question's
+    logits = out·U                    (V,): a score for every token of the vocabulary
     loss   = −log softmax(logits)[colour]
 
 There is no residual (out + x): the answer is only what the question's attention brings back.
 With one, x[T−1] (" is" and its position) spoke in every answer too; trained on seeds 101 to 110
 both ways, the runs without it did better on their worst held-out sets.
 
-Its gradients: attention_backward for Wq, Wk, Wv, Wo and x, and a few lines for E, P and U. Adam
-updates every parameter, with a learning rate that falls linearly to 0.
+Only the question's row of out is scored, so `forward` computes that row alone, as attention_step
+computes a last position: q from x[T−1], k and v from every row, attention_core, Wo. Each number
+is `==` to row T−1 of attention_forward(layer(params), x), and each gradient of loss_and_grads to
+attention_backward's (test_training checks both): the T−1 rows before it, which no loss reads,
+are never made, and a step takes less than half as long as with the whole layer. The figure's
+rows come from attention_forward itself. Adam updates every parameter, with a learning rate that
+falls linearly to 0; a row no story has reached yet keeps its weights, as Adam would leave them.
 
     model = train_model(seed)            the recorded run's training, one story per step
     predict(model, "mia has a red ball. the ball is")   -> (answer, [(token, weight), …])
@@ -43,8 +48,8 @@ import time
 from collections import Counter, defaultdict, namedtuple
 from math import fsum, sqrt
 
-from attention import (attention_backward, attention_forward, init_attention, matmul,
-                       softmax_row, transpose)
+from attention import (add, attention_core, attention_core_backward, attention_forward,
+                       init_attention, matmul, softmax_row, transpose)
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
 
@@ -236,6 +241,11 @@ def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD, max_tokens=MAX
     return params
 
 
+def embed(params, ids):
+    """x (T, d_model): row i is E[ids[i]] + P[i], the token's embedding plus its position's."""
+    return [[e + p for e, p in zip(params["E"][t], params["P"][i])] for i, t in enumerate(ids)]
+
+
 def layer(params):
     """The attention layer's own parameters, Wq, Wk, Wv and Wo: all it is given, so that its checks
     at the door read those and not the embeddings."""
@@ -243,29 +253,46 @@ def layer(params):
 
 
 def forward(params, ids):
-    """Every intermediate of the model on a prompt: x (T, d_model), the layer's cache, and the
-    logits (V,) of the token after the last one."""
-    x = [[e + p for e, p in zip(params["E"][t], params["P"][i])] for i, t in enumerate(ids)]
-    cache = attention_forward(layer(params), x)
-    return {"x": x, "cache": cache, "logits": matmul(cache["out"][-1:], params["U"])[0]}
+    """Every intermediate of the model on a prompt: x (T, d_model); row, what attention_core
+    returns for the question's row (q (1, d_head), k and v (T, d_head), scores and weights (1, T),
+    mixed (1, d_head)); out (1, d_model); and the logits (V,) of the token after the last one.
+
+    Only the last row of out is scored, so only that row is computed, as attention_step computes
+    it: each number is `==` to row T−1 of attention_forward(layer(params), x)."""
+    x = embed(params, ids)
+    q = matmul(x[-1:], params["Wq"])                 # only the question's query
+    k, v = matmul(x, params["Wk"]), matmul(x, params["Wv"])    # every position's key and value
+    row = attention_core(q, k, v, [[True] * len(ids)])   # row T−1 of causal_mask: all of 0…T−1
+    out = matmul(row["mixed"], params["Wo"])
+    return {"x": x, "row": row, "out": out, "logits": matmul(out, params["U"])[0]}
 
 
 def loss_and_grads(params, prompt, answer):
-    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter."""
+    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter: those of
+    attention_backward with dLoss/d(out) zero but in the question's row, bit for bit (test_training
+    checks it), without the rows of zeros."""
     fw = forward(params, prompt)
+    x, row, out = fw["x"], fw["row"], fw["out"]
     probs = softmax_row(fw["logits"])
     d_logits = list(probs)                               # d loss / d logits = softmax − one-hot
     d_logits[answer] -= 1.0
-    # forward: logits = out[T−1]·U; no other row of out is scored
-    grads = {"U": [[o * d for d in d_logits] for o in fw["cache"]["out"][-1]]}   # outᵀ·d_logits
-    d_out = [[0.0] * len(params["U"]) for _ in prompt]                  # (T, d_model)
-    d_out[-1] = matmul([d_logits], transpose(params["U"]))[0]
-    # forward: out = attention_forward(params, x)
-    layer_grads, d_x = attention_backward(layer(params), fw["x"], fw["cache"], d_out)
-    grads.update(layer_grads)
+    # forward: logits = out·U
+    grads = {"U": [[o * d for d in d_logits] for o in out[0]]}   # outᵀ·d_logits
+    d_out = matmul([d_logits], transpose(params["U"]))
+    # forward: out = mixed·Wo
+    grads["Wo"] = matmul(transpose(row["mixed"]), d_out)
+    d_mixed = matmul(d_out, transpose(params["Wo"]))
+    # forward: scores, weights, mixed = attention_core(q, k, v, ...)
+    d_q, d_k, d_v = attention_core_backward(row, d_mixed)
+    # forward: q = x[T−1]·Wq, k = x·Wk, v = x·Wv; x[T−1] reaches out along all three paths, the
+    # rows before it along k and v only (their d_x by q is 0.0)
+    x_t = transpose(x)
+    grads.update(Wq=matmul(transpose(x[-1:]), d_q), Wk=matmul(x_t, d_k), Wv=matmul(x_t, d_v))
+    d_x_by_q = [[0.0] * len(x[0]) for _ in x[:-1]] + matmul(d_q, transpose(params["Wq"]))
+    d_x = add(d_x_by_q, matmul(d_k, transpose(params["Wk"])), matmul(d_v, transpose(params["Wv"])))
     # forward: x_i = E[prompt[i]] + P[i]
-    grads["E"] = [[0.0] * len(row) for row in params["E"]]
-    grads["P"] = [[0.0] * len(row) for row in params["P"]]
+    grads["E"] = [[0.0] * len(w) for w in params["E"]]
+    grads["P"] = [[0.0] * len(w) for w in params["P"]]
     for i, (t, d_row) in enumerate(zip(prompt, d_x)):
         grads["E"][t] = [g + d for g, d in zip(grads["E"][t], d_row)]
         grads["P"][i] = d_row
@@ -293,6 +320,8 @@ class Adam:
             for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
                                                            self.mean_grad[name],
                                                            self.mean_sq_grad[name]):
+                if not (any(g_row) or any(mean_row) or any(mean_sq_row)):
+                    continue     # no gradient yet (a token or place no story reached): a step of 0
                 for j, g in enumerate(g_row):
                     mean = mean_row[j] = b1 * mean_row[j] + (1 - b1) * g
                     mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + (1 - b2) * g * g
@@ -367,7 +396,7 @@ def predict(model, text):
     logits = fw["logits"]
     best = max(range(len(logits)), key=lambda t: (logits[t], -t))
     return tokenizer.vocab[best], [(tokenizer.vocab[t], w)
-                                   for t, w in zip(ids, fw["cache"]["weights"][-1])]
+                                   for t, w in zip(ids, fw["row"]["weights"][0])]
 
 
 def evaluate(model, tests):
@@ -409,9 +438,11 @@ def run(seed=SEED, steps=STEPS, progress=None):
         text = unseen_question(s)
         unseen.append((text, predict(model, text)[0], s.colour))
     shortest = min(unseen, key=lambda one: len(one[0]))
-    # the figure: the shortest story whose distractor follows the first sentence
+    # the figure: the shortest story whose distractor follows the first sentence, every row of
+    # the layer's weights
     example = min(tests["distractor early"], key=lambda s: len(question(s)))
     example_ids = tokenizer.encode(question(example))
+    every_row = attention_forward(layer(model["params"]), embed(model["params"], example_ids))
     after_is = tokenizer.encode(" is")[0]
     record = {
         "config": {"seed": seed, "steps": steps, "d_model": D_MODEL, "d_head": D_HEAD,
@@ -429,8 +460,7 @@ def run(seed=SEED, steps=STEPS, progress=None):
                     "distractor": example.distractor,
                     "answer": predict(model, question(example))[0],
                     "tokens": [tokenizer.vocab[t] for t in example_ids],
-                    "weights": [[round(w, 4) for w in row] for row in
-                                forward(model["params"], example_ids)["cache"]["weights"]]},
+                    "weights": [[round(w, 4) for w in row] for row in every_row["weights"]]},
     }
     return record, seconds
 

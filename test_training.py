@@ -14,7 +14,7 @@ import unittest
 from collections import Counter
 
 import colour_stories as cs
-from attention import softmax_row
+from attention import attention_backward, attention_forward, matmul, softmax_row, transpose
 from gradcheck import central_differences, max_err
 from helpers_for_tests import HERE, MessageAssertions, run_script
 
@@ -158,6 +158,33 @@ class Model(unittest.TestCase):
 
         numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
         self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
+
+    def test_the_question_row_alone_is_the_layers_last_row_and_gradients_bit_for_bit(self):
+        """forward computes only the layer's last row and loss_and_grads only what reaches it:
+        each number `==` to attention_forward's last row, and each gradient `==` to
+        attention_backward's with dLoss/d(out) zero but in the last row. A repeated token and
+        positions set apart (P off zero) leave no path unexercised."""
+        rng = random.Random(SEED)
+        params = cs.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3, max_tokens=6)
+        params["P"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["P"]]
+        prompt, answer = [3, 1, 4, 1, 0], 2
+        fw = cs.forward(params, prompt)
+        full = attention_forward(cs.layer(params), fw["x"])
+        for name in ("q", "scores", "weights", "mixed"):
+            self.assertEqual(fw["row"][name], full[name][-1:], name)
+        self.assertEqual((fw["row"]["k"], fw["row"]["v"]), (full["k"], full["v"]))
+        self.assertEqual(fw["out"], full["out"][-1:])
+
+        _, grads = cs.loss_and_grads(params, prompt, answer)
+        d_logits = softmax_row(fw["logits"])
+        d_logits[answer] -= 1.0
+        d_out = [[0.0] * 4 for _ in prompt[:-1]] + matmul([d_logits], transpose(params["U"]))
+        layer_grads, d_x = attention_backward(cs.layer(params), fw["x"], full, d_out)
+        for name, grad in layer_grads.items():
+            self.assertEqual(grads[name], grad, name)
+        self.assertEqual(grads["P"][:len(prompt)], d_x)
+        self.assertEqual(grads["E"][1], [a + b for a, b in zip(d_x[1], d_x[3])])   # token 1 twice
+        self.assertEqual(grads["E"][2], [0.0] * 4)                                # never in it
 
     def test_adam_moves_a_weight_by_the_rate_of_its_step_against_its_gradient(self):
         """With a constant gradient, m̂ = g and ŝ = g², so each step moves a weight by the step's

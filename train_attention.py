@@ -4,7 +4,7 @@ A story names a colour in its first sentence and asks for it back in its last; h
 stories hold a distractor, another colour later on. colour_stories.py holds the stories, the two
 bigrams, the model around the lesson's layer and its training; this is their command line.
 
-    python3 train_attention.py               train seed 1 and print its run (about 25 s)
+    python3 train_attention.py               train seed 1 and print its run (about 9 s)
     python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
                                              train seed 1, then answer the story and print the
                                              question's weight on each of its tokens
