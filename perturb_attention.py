@@ -188,21 +188,29 @@ def _flagged(flag, text, change):
     return flagged_change
 
 
+class _NotANumber(ValueError):
+    """A part of a flag's text that reads as a number a float cannot be: the reason is its text."""
+
+
 def _numbers(text):
     """"1,-2,3/8" -> [1.0, -2.0, 0.375]: decimals, or fractions of two integers of at most 30
-    digits. Raises ValueError for anything else, a zero denominator, or a number beyond float
-    range (1e400)."""
+    digits. Raises ValueError for anything else, and _NotANumber, saying why, for a zero
+    denominator or a number that is not finite (1e400, beyond float range; nan; inf)."""
     numbers = []
     for part in text.split(","):
         top, slash, bottom = part.strip().partition("/")
         if slash:
-            if not (_INTEGER.fullmatch(top) and _INTEGER.fullmatch(bottom)) or int(bottom) == 0:
+            if not (_INTEGER.fullmatch(top) and _INTEGER.fullmatch(bottom)):
                 raise ValueError(text)
+            if int(bottom) == 0:
+                raise _NotANumber(f"{part.strip()} divides by zero")
             number = int(top) / int(bottom)
         else:
             number = float(part)
         if not math.isfinite(number):
-            raise ValueError(text)
+            why = ("is not a number" if math.isnan(number) else "is not finite"
+                   if "inf" in part.lower() else "is beyond float range (about ±1.8e308)")
+            raise _NotANumber(f"{part.strip()} {why}")
         numbers.append(number)
     return numbers
 
@@ -255,18 +263,23 @@ def _change_argument(flag):
     def parse(text):
         try:
             return _flagged(flag, text, make(text))
-        except ValueError:
+        except ValueError as e:
             raise argparse.ArgumentTypeError(f"{flag} takes {text_form} such as {example}, "
-                                             f"got {text!r}") from None
+                                             f"got {text!r}{_why(e)}") from None
     return parse
+
+
+def _why(error):
+    """": 1e400 is beyond float range (…)" for a _NotANumber, nothing for another ValueError."""
+    return f": {error}" if isinstance(error, _NotANumber) else ""
 
 
 def _values(text):
     try:
         return [_numbers(row) for row in text.split("/")]
-    except ValueError:
+    except ValueError as e:
         raise argparse.ArgumentTypeError(f"--values takes rows a,b/c,d/... such as "
-                                         f"2,0/2,0/4,0, got {text!r}") from None
+                                         f"2,0/2,0/4,0, got {text!r}{_why(e)}") from None
 
 
 def _refuse_conflicts(parser, args):

@@ -590,11 +590,14 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
                            q, k, v, [[True] * 4] * 3)
         self.assertIsNone(lab.exact_fraction(HUGE_INT))
 
-    def test_number_flags_beyond_float_range_are_one_line_at_once(self):
-        for value in ("3=1e400", "3=1e99999999", "3=1/0"):
+    def test_number_flags_beyond_float_range_are_one_line_at_once_naming_why(self):
+        for flag, value, why in (("--scale-key", "3=1e400", "1e400 is beyond float range"),
+                                 ("--scale-key", "3=1/0", "1/0 divides by zero"),
+                                 ("--values", "2,0/2,0/4,nan", "nan is not a number")):
             with self.subTest(value=value):
-                done = run_script("perturb_attention.py", "--scale-key", value)
-                self.assertOneLineError(done, f"--scale-key takes J=c such as 3=2, got '{value}'")
+                done = run_script("perturb_attention.py", flag, value)
+                self.assertOneLineError(done, f"{flag} takes")
+                self.assertIn(f"got '{value}': {why}", done.stderr)
 
     def test_a_pipe_as_a_file_is_refused_instead_of_waiting_forever(self):
         with tempfile.TemporaryDirectory() as tmp:
