@@ -431,6 +431,14 @@ def read_head(path):
             if max(rows, cols) > MAX_SIZE:
                 raise ValueError(f"{key} is ({rows}, {cols}): the lab's views take heads of at "
                                  f"most {MAX_SIZE} positions and widths")
+        d_model = len(data["X"][0])
+        for key in ("WQ", "WK", "WV"):
+            if len(data[key]) != d_model:
+                raise ValueError(f"{key} needs one row per column of X ({d_model}), got "
+                                 f"{len(data[key])} rows")
+        if len(data["WQ"][0]) != len(data["WK"][0]):
+            raise ValueError(f"WQ and WK need as many columns (a query meets a key in a dot "
+                             f"product), got {len(data['WQ'][0])} and {len(data['WK'][0])}")
         T = len(data["X"])
         head = {key: data[key] for key in ("X", "WQ", "WK", "WV")}
         head["allowed"] = data["allowed"] if "allowed" in data else causal_mask(T)

@@ -59,7 +59,11 @@ class OwnHead(MessageAssertions, unittest.TestCase):
             "a ragged X": (dict(HEAD, X=[[1, 0], [0]]),
                            "head.json: each X row must have 2 numbers"),
             "widths that differ": (dict(HEAD, WK=[[1, 0, 0], [0, 1, 0]]),
-                                   "query and key widths must match"),
+                                   "WQ and WK need as many columns (a query meets a key in a dot "
+                                   "product), got 2 and 3"),
+            "a WQ of the wrong height": (dict(HEAD, WQ=[[1, 0], [0, 1], [1, 1]]),
+                                         "head.json: WQ needs one row per column of X (2), got 3 "
+                                         "rows"),
             "a mask entry that is not a bool": (
                 dict(HEAD, allowed=[[1, 0, 0, 0]] + [[True] * 4] * 3), "must be True or False"),
             "a row with every source blocked": (
