@@ -530,8 +530,8 @@ def cases(result, head=HEAD, changes=()):
     base = result["baseline"]
     labels = position_labels(len(base["weights"]))
 
-    def rows_text(rows):
-        return ", ".join(labels[i] for i in rows) or "none"
+    def z_changed(rows):
+        return f"Z changed at {', '.join(labels[i] for i in rows)}" if rows else "Z unchanged"
 
     found = [{"key": "baseline", "changes": [], "title": "baseline", "subtitle": "",
               "scores": base["masked_scores"],
@@ -549,7 +549,7 @@ def cases(result, head=HEAD, changes=()):
     for key, title, its_changes, its_run in runs:
         after = run(head, its_changes)
         found.append({"key": key, "changes": its_changes, "title": title,
-                      "subtitle": f"Z changed at {rows_text(its_run['output_rows_changed'])}",
+                      "subtitle": z_changed(its_run["output_rows_changed"]),
                       "scores": after["masked_scores"], "weights": its_run["weights"],
                       "output": its_run["output"], "hatched": _blocked(after["allowed"]),
                       "zeroed": None, "weight_rows": its_run["weight_rows_changed"],
@@ -565,7 +565,7 @@ def cases(result, head=HEAD, changes=()):
         title, before = BUG_TITLES[bug], None
         if "changes" in bug_run:
             title += f", after {'; '.join(bug_run['changes'])}"
-            subtitle += f"; Z changed at {rows_text(bug_run['output_rows_changed'])}"
+            subtitle += f"; {z_changed(bug_run['output_rows_changed'])}"
             before = {"scores": None, "weights": bug_run["baseline_weights"],
                       "output": bug_run["baseline_output"]}
         zeroed = bug == "post-softmax"

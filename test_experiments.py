@@ -238,7 +238,7 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         self.assertEqual(result["intervention"]["output"][2], [3.0, 0.0])
         self.assertEqual(result["head"]["V"], [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]])
         table = self.run_lab(*args, "--table")
-        self.assertIn("a₃ := [3/8, 1/8, 1/2] (Z changed at none)", table)
+        self.assertIn("a₃ := [3/8, 1/8, 1/2] (Z unchanged)", table)
         self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[2, 0] + 1/2·[4, 0] = [1/2, 0] + [1/2, 0] + "
                       "[2, 0] = [3, 0]", table)
 
