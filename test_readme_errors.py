@@ -1,7 +1,8 @@
-"""The README's two tables of errors are true: every call of the first is run and raises the error
-shown, and every command line of the second is run and prints the line shown. A `…` in the README
-stands for text left out; the rest must match in order."""
+"""The README's tables of errors are true: every call of the layer's table and of attention_step's
+is run and raises the error shown, and every command line of the last is run and prints the line
+shown. A `…` in the README stands for text left out; the rest must match in order."""
 
+import copy
 import math
 import os
 import re
@@ -52,6 +53,25 @@ class PythonErrors(unittest.TestCase):
                     eval(call, {**names, "q": q, "k": k, "v": v, "allowed": allowed})
                 got = f"{type(caught.exception).__name__}: {caught.exception}"
                 self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
+
+
+    def test_every_step_raises_the_error_the_readme_shows_and_leaves_kv_as_it_was(self):
+        tokenizer, P, _ = ta.lesson_setup()
+        X = ta.inputs(tokenizer, ta.SENTENCE, ta.lesson_setup()[2])[1]
+        rows = table("| step | error |")
+        self.assertGreaterEqual(len(rows), 6)
+        for call, shown in rows:
+            KV0, KV1 = {"k": [], "v": []}, {"k": [], "v": []}
+            attention.attention_step(P, X[0], KV1)
+            before, seal = copy.deepcopy((KV0, KV1["k"], KV1["v"])), KV1["seal"]
+            with self.subTest(call=call):
+                with self.assertRaises(Exception) as caught:
+                    eval(call, {"attention_step": attention.attention_step, "P": P, "X": X,
+                                "KV0": KV0, "KV1": KV1, "nan": math.nan})
+                got = f"{type(caught.exception).__name__}: {caught.exception}"
+                self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
+                self.assertEqual((KV0, KV1["k"], KV1["v"]), before)
+                self.assertIs(KV1["seal"], seal)
 
 
 class CommandLineErrors(unittest.TestCase):
