@@ -136,10 +136,11 @@ def causal_mask(T):
 
 def attention_core(q, k, v, allowed, blocked_score=-math.inf):
     """scores, weights and mixed from q (T, d), k (S, d), v (S, d_v) and allowed (T, S), unchecked:
-    the layer and `attend` call it with what they have checked. A blocked score is blocked_score:
-    −∞ for a correct mask; the "zero" bug passes 0.0, which still gets weight. Returns a dict
-    with q, k, v, allowed, blocked_score, scale and scores (T, S), weights (T, S), mixed (T, d_v);
-    in the layer S = T and d = d_v = d_head."""
+    the layer, attention_step and `attend` call it with what they have checked, the colour
+    stories' model (colour_stories.py) with what its own matmuls made. A blocked score is
+    blocked_score: −∞ for a correct mask; the "zero" bug passes 0.0, which still gets weight.
+    Returns a dict with q, k, v, allowed, blocked_score, scale and scores (T, S), weights (T, S),
+    mixed (T, d_v); in the layer S = T and d = d_v = d_head."""
     scale = 1 / math.sqrt(len(q[0]))
     raw_scores = matmul(q, transpose(k))
     # the mask: where allowed is False (j > i under the causal mask), blocked_score

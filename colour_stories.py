@@ -13,7 +13,7 @@ colour-free fillers. Each held-out set (HELD_OUT) tests one of these apart.
 The model, for a prompt of T tokens (a story up to "the ball is"):
 
     x      = E[ids] + P[0…T−1]        token + position embedding, (T, d_model)
-    out    = the lesson's causal layer on x, its last row (d_model): the question's
+    out    = layer(x)[T−1]            the causal layer's last row, the question's, (d_model)
     logits = out·U                    (V,): a score for every token of the vocabulary
     loss   = −log softmax(logits)[colour]
 
@@ -268,9 +268,9 @@ def forward(params, ids):
 
 
 def loss_and_grads(params, prompt, answer):
-    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter: those of
-    attention_backward with dLoss/d(out) zero but in the question's row, bit for bit (test_training
-    checks it), without the rows of zeros."""
+    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter: those
+    attention_backward gives with dLoss/d(out) zero except in the question's row, bit for bit
+    (test_training checks it), without computing the rows of zeros."""
     fw = forward(params, prompt)
     x, row, out = fw["x"], fw["row"], fw["out"]
     probs = softmax_row(fw["logits"])
@@ -285,11 +285,13 @@ def loss_and_grads(params, prompt, answer):
     # forward: scores, weights, mixed = attention_core(q, k, v, ...)
     d_q, d_k, d_v = attention_core_backward(row, d_mixed)
     # forward: q = x[T−1]·Wq, k = x·Wk, v = x·Wv; x[T−1] reaches out along all three paths, the
-    # rows before it along k and v only (their d_x by q is 0.0)
-    x_t = transpose(x)
-    grads.update(Wq=matmul(transpose(x[-1:]), d_q), Wk=matmul(x_t, d_k), Wv=matmul(x_t, d_v))
-    d_x_by_q = [[0.0] * len(x[0]) for _ in x[:-1]] + matmul(d_q, transpose(params["Wq"]))
-    d_x = add(d_x_by_q, matmul(d_k, transpose(params["Wk"])), matmul(d_v, transpose(params["Wv"])))
+    # rows before it along k and v only
+    grads["Wq"] = matmul(transpose(x[-1:]), d_q)            # only x[T−1] made a query
+    grads["Wk"] = matmul(transpose(x), d_k)
+    grads["Wv"] = matmul(transpose(x), d_v)
+    no_query = [[0.0] * len(x[0]) for _ in x[:-1]]          # rows 0…T−2: no path through q
+    d_x = add(no_query + matmul(d_q, transpose(params["Wq"])),    # the list + stacks rows
+              matmul(d_k, transpose(params["Wk"])), matmul(d_v, transpose(params["Wv"])))
     # forward: x_i = E[prompt[i]] + P[i]
     grads["E"] = [[0.0] * len(w) for w in params["E"]]
     grads["P"] = [[0.0] * len(w) for w in params["P"]]

@@ -30,6 +30,15 @@ def seeded_stories():
     return cs.stories(SEED)
 
 
+def bits(value):
+    """Every float of nested lists and dicts as its hex text, so that −0.0 and 0.0 differ."""
+    if isinstance(value, dict):
+        return {key: bits(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [bits(item) for item in value]
+    return value.hex()
+
+
 def sentences(text):
     """'mia has a red ball. the ball is red.' -> ['mia has a red ball', 'the ball is red']"""
     return text.removesuffix(".").split(". ")
@@ -159,32 +168,36 @@ class Model(unittest.TestCase):
         numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
         self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
 
-    def test_the_question_row_alone_is_the_layers_last_row_and_gradients_bit_for_bit(self):
-        """forward computes only the layer's last row and loss_and_grads only what reaches it:
-        each number `==` to attention_forward's last row, and each gradient `==` to
-        attention_backward's with dLoss/d(out) zero but in the last row. A repeated token and
-        positions set apart (P off zero) leave no path unexercised."""
+    def test_the_question_row_alone_is_the_whole_layers_last_row_bit_for_bit(self):
+        """forward computes only the layer's last row and loss_and_grads only what reaches it. The
+        whole layer (attention_forward, then attention_backward with dLoss/d(out) zero except in
+        the last row) gives the same numbers and every gradient to the last bit (as float.hex, so
+        a −0.0 would show): on one token, on a last token seen before, on a token repeated."""
         rng = random.Random(SEED)
         params = cs.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3, max_tokens=6)
         params["P"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["P"]]
-        prompt, answer = [3, 1, 4, 1, 0], 2
-        fw = cs.forward(params, prompt)
-        full = attention_forward(cs.layer(params), fw["x"])
-        for name in ("q", "scores", "weights", "mixed"):
-            self.assertEqual(fw["row"][name], full[name][-1:], name)
-        self.assertEqual((fw["row"]["k"], fw["row"]["v"]), (full["k"], full["v"]))
-        self.assertEqual(fw["out"], full["out"][-1:])
+        for prompt, answer in (([0], 2), ([0, 1, 0], 3), ([3, 1, 4, 1, 0], 2)):
+            with self.subTest(prompt=prompt):
+                fw = cs.forward(params, prompt)
+                full = attention_forward(cs.layer(params), fw["x"])
+                for name in ("q", "scores", "weights", "mixed"):
+                    self.assertEqual(bits(fw["row"][name]), bits(full[name][-1:]), name)
+                for name in ("k", "v"):
+                    self.assertEqual(bits(fw["row"][name]), bits(full[name]), name)
+                self.assertEqual(bits(fw["out"]), bits(full["out"][-1:]))
 
-        _, grads = cs.loss_and_grads(params, prompt, answer)
-        d_logits = softmax_row(fw["logits"])
-        d_logits[answer] -= 1.0
-        d_out = [[0.0] * 4 for _ in prompt[:-1]] + matmul([d_logits], transpose(params["U"]))
-        layer_grads, d_x = attention_backward(cs.layer(params), fw["x"], full, d_out)
-        for name, grad in layer_grads.items():
-            self.assertEqual(grads[name], grad, name)
-        self.assertEqual(grads["P"][:len(prompt)], d_x)
-        self.assertEqual(grads["E"][1], [a + b for a, b in zip(d_x[1], d_x[3])])   # token 1 twice
-        self.assertEqual(grads["E"][2], [0.0] * 4)                                # never in it
+                d_logits = softmax_row(fw["logits"])
+                d_logits[answer] -= 1.0
+                d_out = [[0.0] * 4 for _ in prompt[:-1]] + matmul([d_logits],
+                                                                  transpose(params["U"]))
+                expected, d_x = attention_backward(cs.layer(params), fw["x"], full, d_out)
+                expected["U"] = [[o * d for d in d_logits] for o in full["out"][-1]]
+                expected["E"] = [[0.0] * 4 for _ in params["E"]]
+                for t, d_row in zip(prompt, d_x):
+                    expected["E"][t] = [g + d for g, d in zip(expected["E"][t], d_row)]
+                expected["P"] = d_x + [[0.0] * 4 for _ in params["P"][len(prompt):]]
+                _, grads = cs.loss_and_grads(params, prompt, answer)
+                self.assertEqual(bits(grads), bits(expected))
 
     def test_adam_moves_a_weight_by_the_rate_of_its_step_against_its_gradient(self):
         """With a constant gradient, m̂ = g and ŝ = g², so each step moves a weight by the step's
