@@ -23,7 +23,7 @@ What it adds to the lesson's listing, without hiding a step:
   - each public function checks what comes in at its first line (checks.py) and raises ValueError
     or TypeError naming what was expected and what came. The list helpers are public too, so the
     layer's own calls to them pass their doors as well: passes of C, whose share of the time falls
-    as the matrices grow (about half at the lesson's 5 tokens, a few percent at T = 256).
+    as the matrices grow (about 40% at the lesson's 6 tokens, 6% at T = 256 and d_model 64).
 
 It leaves out batches (a batch is a loop over sequences), bias, dropout, normalization and
 residuals. Run the lesson with `python3 trace_attention.py`.

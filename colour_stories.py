@@ -12,9 +12,9 @@ colour-free fillers. Each held-out set (HELD_OUT) tests one of these apart.
 
 The model, for a prompt of T tokens (a story up to "the ball is"):
 
-    x      = E[ids] + P[0…T−1]        token + position embedding, (T, d_model)
-    out    = layer(x)[T−1]            the causal layer's last row, the question's, (d_model)
-    logits = out·U                    (V,): a score for every token of the vocabulary
+    x      = E[ids] + P[0…T−1]                                 (T, d_model), token + position
+    out    = attention_forward(layer(params), x)["out"][T−1]   (d_model), the question's row
+    logits = out·U                                             (V,), a score for every token
     loss   = −log softmax(logits)[colour]
 
 There is no residual (out + x): the answer is only what the question's attention brings back.

@@ -434,8 +434,9 @@ def read_head(path):
         d_model = len(data["X"][0])
         for key in ("WQ", "WK", "WV"):
             if len(data[key]) != d_model:
-                raise ValueError(f"{key} needs one row per column of X ({d_model}), got "
-                                 f"{len(data[key])} rows")
+                rows = len(data[key])
+                raise ValueError(f"{key} needs one row per column of X ({d_model}), got {rows} "
+                                 f"row{'s' * (rows != 1)}")
         if len(data["WQ"][0]) != len(data["WK"][0]):
             raise ValueError(f"WQ and WK need as many columns (a query meets a key in a dot "
                              f"product), got {len(data['WQ'][0])} and {len(data['WK'][0])}")

@@ -192,6 +192,11 @@ class _NotANumber(ValueError):
     """A part of a flag's text that reads as a number a float cannot be: the reason is its text."""
 
 
+def _why(error):
+    """": 1e400 is beyond float range (…)" for a _NotANumber, nothing for another ValueError."""
+    return f": {error}" if isinstance(error, _NotANumber) else ""
+
+
 def _numbers(text):
     """"1,-2,3/8" -> [1.0, -2.0, 0.375]: decimals, or fractions of two integers of at most 30
     digits. Raises ValueError for anything else, and _NotANumber, saying why, for a zero
@@ -209,7 +214,7 @@ def _numbers(text):
             number = float(part)
         if not math.isfinite(number):
             why = ("is not a number" if math.isnan(number) else "is not finite"
-                   if "inf" in part.lower() else "is beyond float range (about ±1.8e308)")
+                   if "inf" in part.lower() else f"is beyond float range (±{sys.float_info.max!r})")
             raise _NotANumber(f"{part.strip()} {why}")
         numbers.append(number)
     return numbers
@@ -267,11 +272,6 @@ def _change_argument(flag):
             raise argparse.ArgumentTypeError(f"{flag} takes {text_form} such as {example}, "
                                              f"got {text!r}{_why(e)}") from None
     return parse
-
-
-def _why(error):
-    """": 1e400 is beyond float range (…)" for a _NotANumber, nothing for another ValueError."""
-    return f": {error}" if isinstance(error, _NotANumber) else ""
 
 
 def _values(text):

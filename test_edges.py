@@ -593,7 +593,8 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
     def test_number_flags_beyond_float_range_are_one_line_at_once_naming_why(self):
         for flag, value, why in (("--scale-key", "3=1e400", "1e400 is beyond float range"),
                                  ("--scale-key", "3=1/0", "1/0 divides by zero"),
-                                 ("--values", "2,0/2,0/4,nan", "nan is not a number")):
+                                 ("--values", "2,0/2,0/4,nan", "nan is not a number"),
+                                 ("--shift-values", "inf,0", "inf is not finite")):
             with self.subTest(value=value):
                 done = run_script("perturb_attention.py", flag, value)
                 self.assertOneLineError(done, f"{flag} takes")

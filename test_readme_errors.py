@@ -54,24 +54,28 @@ class PythonErrors(unittest.TestCase):
                 got = f"{type(caught.exception).__name__}: {caught.exception}"
                 self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
 
-
     def test_every_step_raises_the_error_the_readme_shows_and_leaves_kv_as_it_was(self):
-        tokenizer, P, _ = ta.lesson_setup()
-        X = ta.inputs(tokenizer, ta.SENTENCE, ta.lesson_setup()[2])[1]
+        """Each row's call raises the error shown; the kv it was handed keeps its keys, values
+        and seal, and KV1 still takes the next step."""
+        tokenizer, P, E = ta.lesson_setup()
+        X = ta.inputs(tokenizer, ta.SENTENCE, E)[1]
         rows = table("| step | error |")
         self.assertGreaterEqual(len(rows), 6)
         for call, shown in rows:
             KV0, KV1 = {"k": [], "v": []}, {"k": [], "v": []}
             attention.attention_step(P, X[0], KV1)
-            before, seal = copy.deepcopy((KV0, KV1["k"], KV1["v"])), KV1["seal"]
             with self.subTest(call=call):
+                self.assertTrue(call.startswith("attention_step(") and call.endswith(")"))
+                args = eval(f"({call.removeprefix('attention_step(')[:-1]},)",
+                            {"P": P, "X": X, "KV0": KV0, "KV1": KV1, "nan": math.nan})
+                kv = args[2]
+                before = (copy.deepcopy((kv["k"], kv["v"])), kv.get("seal"), set(kv))
                 with self.assertRaises(Exception) as caught:
-                    eval(call, {"attention_step": attention.attention_step, "P": P, "X": X,
-                                "KV0": KV0, "KV1": KV1, "nan": math.nan})
+                    attention.attention_step(*args)
                 got = f"{type(caught.exception).__name__}: {caught.exception}"
                 self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
-                self.assertEqual((KV0, KV1["k"], KV1["v"]), before)
-                self.assertIs(KV1["seal"], seal)
+                self.assertEqual(((kv["k"], kv["v"]), kv.get("seal"), set(kv)), before)
+                attention.attention_step(P, X[1], KV1)       # KV1 as its last step left it
 
 
 class CommandLineErrors(unittest.TestCase):
