@@ -286,9 +286,9 @@ def loss_and_grads(params, prompt, answer):
     d_q, d_k, d_v = attention_core_backward(row, d_mixed)
     # forward: q = x[T−1]·Wq, k = x·Wk, v = x·Wv; x[T−1] reaches out along all three paths, the
     # rows before it along k and v only
+    x_t = transpose(x)
     grads["Wq"] = matmul(transpose(x[-1:]), d_q)            # only x[T−1] made a query
-    grads["Wk"] = matmul(transpose(x), d_k)
-    grads["Wv"] = matmul(transpose(x), d_v)
+    grads["Wk"], grads["Wv"] = matmul(x_t, d_k), matmul(x_t, d_v)
     no_query = [[0.0] * len(x[0]) for _ in x[:-1]]          # rows 0…T−2: no path through q
     d_x = add(no_query + matmul(d_q, transpose(params["Wq"])),    # the list + stacks rows
               matmul(d_k, transpose(params["Wk"])), matmul(d_v, transpose(params["Wv"])))
