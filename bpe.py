@@ -35,9 +35,9 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-from cli import OneLineParser, guarded, show
-from golden import to_json
-from safe_io import check_output_path, read_text, write_atomic
+from common.cli import OneLineParser, guarded, show
+from common.golden import to_json
+from common.safe_io import check_output_path, read_text, write_atomic
 
 FORMAT_VERSION = 1
 CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers

@@ -17,8 +17,8 @@ import os
 import sys
 
 from bpe import Tokenizer
-from cli import OneLineParser, guarded
-from golden import to_json, write_or_check
+from common.cli import OneLineParser, guarded
+from common.golden import to_json, write_or_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "tokenizer.json")

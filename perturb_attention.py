@@ -36,14 +36,15 @@ import os
 import re
 import sys
 
-import lab06
-from cli import guarded, parse_trace_args, save_view, show, trace_parser
-from explorer import lab_page
-from golden import rounded, to_json, write_or_check
-from lab06 import DIGITS, HEAD, cases, position_labels, subscript, vector_text
-from views import heatmaps_svg, number, panel, text_table
+from common.cli import guarded, parse_trace_args, save_view, show, trace_parser
+from common.golden import rounded, to_json, write_or_check
+from common.views import heatmaps_svg, number, panel, text_table
+from lab06 import lab as lab06
+from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
+from lab06.page import lab_page
 
-TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perturb-trace.json")
+TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab06", "perturb-trace.json")
+PAGE = os.path.join("lab06", "lab06-explorer.html")     # the view --html records
 
 
 # ---- views for a person -----------------------------------------------------------------------
@@ -350,7 +351,7 @@ def main(argv=None):
 
 def _run(args):
     if args.scaffold is not None:
-        import grade_lab06    # here, not at the top: only these two flags need the grader
+        from lab06 import grader as grade_lab06    # here: only these two flags need the grader
         show(grade_lab06.scaffold(args.scaffold) + "\n")
         return 0
     changes = args.changes or []
@@ -361,7 +362,7 @@ def _run(args):
         except (ValueError, TypeError) as e:
             raise ValueError(f"--values: {e}") from None
     if args.grade is not None:
-        import grade_lab06
+        from lab06 import grader as grade_lab06
         own = args.head is not None or args.values is not None or changes
         lines, passed = grade_lab06.grade(args.grade, head if own else None, changes)
         show("\n".join(lines) + "\n")
@@ -370,9 +371,9 @@ def _run(args):
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
     if args.svg is not None:
-        save_view(args.svg, lab_svg(result, head, changes), "perturb_attention.py --svg")
+        save_view(args.svg, lab_svg(result, head, changes), None)
     if args.html is not None:
-        save_view(args.html, lab_page(result, head, changes), "perturb_attention.py --html")
+        save_view(args.html, lab_page(result, head, changes), PAGE)
     if args.table:
         show(lab_table(result, head, changes, args.baseline))
     if args.svg is not None or args.table or args.html is not None:

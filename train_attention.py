@@ -30,19 +30,21 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from cli import OneLineParser, guarded, save_view, show
 from attention import causal_mask
-from colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED, STEPS,
-                            encode_question, held_out_table, make_tokenizer, predict, run,
-                            seed_row, seeds_header, seeds_line, stories, train_model)
-from golden import to_json, write_or_check
-from safe_io import read_text
-from views import heatmaps_svg, panel, text_table, token_labels
+from common.cli import OneLineParser, guarded, save_view, show
+from common.golden import to_json, write_or_check
+from common.safe_io import read_text
+from common.views import heatmaps_svg, panel, text_table, token_labels
+from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
+                                     STEPS, encode_question, held_out_table, make_tokenizer,
+                                     predict, run, seed_row, seeds_header, seeds_line, stories,
+                                     train_model)
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUN_PATH = os.path.join(HERE, "training-run.json")
+RUN_PATH = os.path.join(HERE, "training", "training-run.json")
+FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 
 
 def run_seeds(seeds, steps=STEPS):
@@ -131,7 +133,7 @@ def _run(args):
     seed = SEED if args.seed is None else args.seed
     steps = STEPS if args.steps is None else args.steps
     if args.svg is not None:
-        save_view(args.svg, example_svg(_recorded()["run"]), "train_attention.py --svg")
+        save_view(args.svg, example_svg(_recorded()["run"]), FIGURE)
     elif args.write or args.check:
         return _write_or_check(args.write, args.all_seeds)
     elif args.seeds is not None:

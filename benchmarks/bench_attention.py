@@ -1,14 +1,15 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 bench_attention.py            T = 16, 64, 256, 512, then the cache at T = 64, 128,
-                                          256, 512 (a few minutes: recomputing every prefix of
-                                          512 positions is most of it)
-    python3 bench_attention.py --quick    T = 16, 64, 128, then the cache at T = 16, 32, 64 (a
-                                          few seconds)
-    python3 bench_attention.py --record   also write the output to bench-attention.txt (the README
-                                          quotes it)
+    python3 -m benchmarks.bench_attention            the lesson's size, then T = 16, 64, 256, 512,
+                                                     then the cache at T = 64, 128, 256, 512 (a
+                                                     few minutes: recomputing every prefix of 512
+                                                     positions is most of it)
+    python3 -m benchmarks.bench_attention --quick    T = 16, 64, 128, the cache at T = 16, 32, 64
+    python3 -m benchmarks.bench_attention --record   also write the output to bench-attention.txt
+                                                     (the README quotes it)
 
-For each T, with d_model 64 and d_head 16, it times one forward plus backward pass of attention.py
+At the lesson's own size (T = 6, d_model 4, d_head 2) and for each T with d_model 64 and d_head
+16, it times one forward plus backward pass of attention.py
 and of the lesson's own listing (`reference.listing`), which evaluates the same equations the way
 the lesson prints them: a Python generator of products inside each fsum. Both give bit-identical
 results, which it checks. Columns:
@@ -41,6 +42,7 @@ on every prefix, keeping the last row. Columns:
 import math
 import os
 import random
+import statistics
 import sys
 import time
 import tracemalloc
@@ -48,9 +50,9 @@ from math import fsum
 from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
-from cli import OneLineParser, Report, guarded
-from kv_cache import cache_multiply_adds, recompute_multiply_adds, steps
-from reference import listing
+from benchmarks.reference import listing
+from common.cli import OneLineParser, Report, guarded
+from kv_cache.step import cache_multiply_adds, recompute_multiply_adds, steps
 
 D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")
@@ -114,6 +116,30 @@ def peak_mib(run, args):
         tracemalloc.stop()
 
 
+def measure_lesson_size(passes=500, pairs=15):
+    """The lesson's own size, T = 6, d_model 4, d_head 2: the seconds of one forward + backward
+    pass of each, timed in turns (attention.py, then the listing, pairs times) so that a busy
+    moment of the machine slows both; each figure is the median of its turns, and the speedup the
+    median of the pairs' ratios. One pass is too short to time alone: a turn runs passes."""
+    rng = random.Random(6)
+    params = init_attention(4, 2, seed=11)
+    x, d_out = ([[round(rng.uniform(-1, 1), 2) for _ in range(4)] for _ in range(6)]
+                for _ in range(2))
+    if layer_pass(params, x, d_out) != listing_pass(params, x, d_out):
+        raise ValueError("at the lesson's size, attention.py and the listing disagree")
+
+    def turn(one):
+        start = time.perf_counter()
+        for _ in range(passes):
+            one(params, x, d_out)
+        return (time.perf_counter() - start) / passes
+
+    times = [(turn(layer_pass), turn(listing_pass)) for _ in range(pairs)]
+    return {"layer": statistics.median(layer for layer, _ in times),
+            "listing": statistics.median(listing for _, listing in times),
+            "speedup": statistics.median(listing / layer for layer, listing in times)}
+
+
 def measure(T):
     args = inputs(T)
     repeats = 5 if T <= 64 else 3
@@ -168,6 +194,16 @@ def run(sizes, cache_sizes, record):
     report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward, causal mask; "
                f"Python {sys.version.split()[0]}; "
                f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s")
+    report.say()
+    lesson = measure_lesson_size()
+    report.say("at the lesson's size (T = 6, d_model 4, d_head 2), one forward + backward pass:")
+    report.say()
+    report.say("| attention.py µs | listing µs | speedup |")
+    report.say("|---|---|---|")
+    report.say(f"| {lesson['layer'] * 1e6:.1f} | {lesson['listing'] * 1e6:.1f} | "
+               f"{lesson['speedup']:.2f}× |")
+    report.say()
+    report.say(f"d_model {D_MODEL}, d_head {D_HEAD}:")
     report.say()
     report.say("| T | attention.py s | listing s | speedup | peak MiB | fsum share |")
     report.say("|---|---|---|---|---|---|")

@@ -27,10 +27,10 @@ import sys
 import time
 from collections import Counter
 
+from benchmarks.reference import corpus
 from bpe import recount_merges, train, train_plain, word_counts
-from cli import OneLineParser, Report, guarded
-from reference import corpus
-from safe_io import read_text
+from common.cli import OneLineParser, Report, guarded
+from common.safe_io import read_text
 
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-bpe.txt")
 ALPHABET = set("\n !,.?abcdefghijklmnopqrstuvwxyz")     # the lesson's tokenizer's 32 characters

@@ -19,14 +19,73 @@ of keys and values carries the same kind of seal: copies of its rows and params,
 next step's door.
 """
 
+import contextlib
 import math
 import sys
+import threading
 from itertools import chain
 
 _PLAIN_NUMBERS = {float, int}
 
 
-# ---- numbers and matrices where they come in ---------------------------------------------------
+# ---- once, at the door -------------------------------------------------------------------------
+
+_inside = threading.local()     # .depth > 0 while this thread runs a layer that checked its input
+
+
+def at_the_door(check, *args):
+    """Run check(*args) for a call from outside; inside a door (below), where the layer calls its
+    own helpers on what it has checked or built itself, do nothing."""
+    if not getattr(_inside, "depth", 0):
+        check(*args)
+
+
+@contextlib.contextmanager
+def inside():
+    """The lines under this are a checked layer's own: its calls of the helpers are not checked
+    again."""
+    _inside.depth = getattr(_inside, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _inside.depth -= 1
+
+
+def forward_door(params, x, mask, modes):
+    """attention_forward's door: check what it is handed; then, when no product of the layer can
+    pass float range, run its lines inside() (else checked, so that the product is named)."""
+    check_forward(params, x, mask, modes)
+    d_model, d_head = len(x[0]), len(params["Wq"][0])
+    B = _largest_of(x, *_params_of(params).values())       # bounds every entry of x and params
+    q = d_model * B * B                                    # and of q, k and v
+    return _inside_when_below(q, d_head * q * q, d_head * q * B)
+
+
+def backward_door(params, x, cache, d_out):
+    """attention_backward's door: check what it is handed; then, when no product of the backward
+    can pass float range, run its lines inside() (else checked, so that the product is named)."""
+    check_backward(params, x, cache, d_out)
+    T, d_model, d_head = len(x), len(x[0]), len(params["Wq"][0])
+    B = _largest_of(x, *_params_of(params).values(), *(cache[name] for name in "qkv"))
+    D = _largest_of(d_out)
+    d_mixed = d_model * D * B
+    d_scores = 2 * d_head * d_mixed * B            # a·(da − Σ a·da), with 0 ≤ a ≤ 1 and Σ a = 1
+    d_qkv = T * max(d_scores, d_mixed) * B         # d_q, d_k, d_v
+    return _inside_when_below(T * B * D, d_scores, d_qkv, T * B * d_qkv, 3 * d_head * d_qkv * B)
+
+
+def _largest_of(*matrices):
+    """The largest |entry| of matrices of finite numbers, in one pass."""
+    return float(max(map(abs, chain.from_iterable(chain.from_iterable(matrices)))))
+
+
+def _inside_when_below(*bounds):
+    """inside() when every bound (of the size of some products' entries) is far from float range;
+    else a context that changes nothing, so each product is checked at its own door."""
+    if max(bounds) <= sys.float_info.max / 4:     # room for the rounding of the bounds
+        return inside()
+    return contextlib.nullcontext()
+
 
 def check_matrix(name, m, cols=None, label=None):
     """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
@@ -76,16 +135,21 @@ def _plain_matrix(m, cols):
     if type(m) is not list or not m or set(map(type, m)) != {list}:
         return False
     widths = set(map(len, m))
-    values = list(chain.from_iterable(m))
     if widths != {cols if cols is not None else len(m[0])} or 0 in widths:
         return False
+    return _plain_numbers(m)
+
+
+def _plain_numbers(rows):
+    """True when every entry of rows is a finite float or an int a float can hold, in two passes
+    of C."""
+    values = list(chain.from_iterable(rows))
     if not set(map(type, values)) <= _PLAIN_NUMBERS:
         return False
     try:
         return all(map(math.isfinite, values))
     except OverflowError:      # an int beyond float range: let the slow path name it
         return False
-
 
 
 # ---- shapes, for the list helpers ---------------------------------------------------------------
@@ -136,7 +200,7 @@ def check_add(matrices):
 
 def _largest(m):
     """The largest |entry| of a matrix of finite numbers, as a float."""
-    return max(map(abs, map(float, chain.from_iterable(m))))
+    return float(max(map(abs, chain.from_iterable(m))))
 
 
 def _magnitude(name, m):
@@ -241,6 +305,10 @@ def check_params(params):
     if missing:
         raise ValueError(f"params must have Wq, Wk, Wv and Wo, missing {', '.join(missing)}")
     d_model, d_head = check_matrix("Wq", params["Wq"])
+    if all(type(params[name]) is list and len(params[name]) == rows and
+           _plain_matrix(params[name], cols) for name, rows, cols in
+           (("Wk", d_model, d_head), ("Wv", d_model, d_head), ("Wo", d_head, d_model))):
+        return d_model, d_head          # the common case, in one pass each
     for name in ("Wk", "Wv"):
         if _shape_text(params[name]) != f"({d_model}, {d_head})":
             raise ValueError(f"{name} must be (d_model, d_head) = ({d_model}, {d_head}) like Wq, "
@@ -256,12 +324,33 @@ def check_params(params):
 
 # ---- the layer and the core at the door ---------------------------------------------------------
 
-def check_forward(params, x, mask):
-    """attention_forward's door: a known mask mode, fitting params, x of (T, d_model) numbers."""
-    if mask not in ("causal", "none", "zero"):
-        raise ValueError(f"mask must be one of ('causal', 'none', 'zero'), got {mask!r}")
+def check_forward(params, x, mask, modes):
+    """attention_forward's door: a mask mode of modes, fitting params, x of (T, d_model) numbers."""
+    if not isinstance(mask, str) or mask not in modes:
+        raise ValueError(f"mask must be one of {modes}, got {mask!r}")
+    if _plain_layer(params, x):
+        return
     d_model, _ = check_params(params)
     check_matrix("x", x, cols=d_model, label="input")
+
+
+def _plain_layer(params, x):
+    """The common case of a layer's input, settled in one pass: params a dict of Wq, Wk, Wv
+    (d_model, d_head) and Wo (d_head, d_model), x rows of d_model, every entry a finite float or
+    small int. Anything else goes through the checks one by one, for the message."""
+    if type(params) is not dict or type(x) is not list or not x:
+        return False
+    matrices = [params.get(name) for name in ("Wq", "Wk", "Wv", "Wo")] + [x]
+    if set(map(type, matrices)) != {list} or not matrices[0] or type(matrices[0][0]) is not list:
+        return False
+    d_model, d_head = len(matrices[0]), len(matrices[0][0])
+    rows = list(chain.from_iterable(matrices))
+    if set(map(type, rows)) != {list} or d_head == 0 or list(map(len, matrices)) != [
+            d_model, d_model, d_model, d_head, len(x)]:
+        return False
+    widths = list(map(len, rows))
+    return widths == [d_head] * (3 * d_model) + [d_model] * (d_head + len(x)) and \
+        _plain_numbers(rows)
 
 
 def check_head(q, k, v, allowed, blocked_score):
@@ -291,6 +380,7 @@ def copies(*matrices):
 # ---- after a pass: overflow, and the seal of a cache -------------------------------------------
 
 _CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "weights", "mixed")
+_LAYER_KEYS = ("q", "k", "v", "scale", "raw_scores", "scores", "weights", "mixed", "out", "mask")
 
 
 class Seal:
@@ -311,10 +401,12 @@ class Seal:
 def _copied(value):
     """A copy of a dict of matrices and values, or of a matrix, deep enough that no edit of the
     original reaches it."""
-    if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is dict:
+        return {key: _copied(item) if type(item) is dict else
+                [row[:] if type(row) is list else row for row in item] if type(item) is list
+                else item for key, item in value.items()}
     if type(value) is list:
-        return [list(row) if type(row) is list else row for row in value]
+        return [row[:] if type(row) is list else row for row in value]
     return value
 
 
@@ -341,15 +433,21 @@ def _check_seal(cache, keys, made_by):
     entries = {key: value for key, value in cache.items() if key != "seal"}
     if not isinstance(seal, Seal) or entries != seal.cache:
         raise ValueError(f"cache is not what {made_by} returned: an entry was changed or replaced "
-                         f"since; run {made_by} again")
+                         f"since; run {made_by} again. To see what an edited q, k, v or mask "
+                         f"does, hand the edited matrices to lab06's attend(q, k, v, allowed), "
+                         f"and its attend_backward gives their gradients")
 
 
 def check_backward(params, x, cache, d_out):
     """attention_backward's door: params and x as for the forward, the cache attention_forward
     returned for exactly these params and x and unchanged since, d_out of out's shape."""
-    d_model, _ = check_params(params)
-    T, _ = check_matrix("x", x, cols=d_model, label="input")
-    _check_seal(cache, _CORE_KEYS + ("out", "mask"), "attention_forward")
+    seal = cache.get("seal") if isinstance(cache, dict) else None
+    if not (isinstance(seal, Seal) and isinstance(params, dict) and x == seal.x and
+            {name: params.get(name) for name in seal.params} == seal.params):
+        check_params(params)            # what is wrong with them is named first
+        check_matrix("x", x, cols=len(params["Wq"]), label="input")
+    d_model, T = len(params["Wq"]), len(x)
+    _check_seal(cache, _LAYER_KEYS, "attention_forward")
     for what, given, kept in (("x", x, cache["seal"].x),
                               ("params", _params_of(params), cache["seal"].params)):
         if given != kept:

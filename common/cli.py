@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from safe_io import check_output_path, write_atomic
+from common.safe_io import check_output_path, write_atomic
 
 
 def show(text):
@@ -73,11 +73,11 @@ def parse_trace_args(parser, argv, other_inputs=()):
     return args
 
 
-def save_view(path, text, maker):
+def save_view(path, text, own):
     """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so.
-    Refuses an empty path, a folder and the files this folder ships, but the view that maker
-    (the command, as safe_io.VIEWS names it) wrote itself."""
-    check_output_path(path, maker)
+    Refuses an empty path, a folder and the project's own files, but own: the view the command
+    records itself (a path from the project folder)."""
+    check_output_path(path, own)
     write_atomic(path, text)
     show(f"wrote {path}\n")
 

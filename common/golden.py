@@ -15,8 +15,8 @@ import json
 import math
 import os
 
-from cli import fail, show
-from safe_io import read_text, write_atomic
+from common.cli import fail, show
+from common.safe_io import read_text, write_atomic
 
 
 def to_json(obj):

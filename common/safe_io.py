@@ -3,8 +3,9 @@
     read_text(path)                   a UTF-8 file of at most 8 MB, or a ValueError naming it
     write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
                                       interrupted write leaves the old file as it was
-    check_output_path(path)           refuse an empty path and the folder's own recorded and source
-                                      files as the target of a view
+    check_output_path(path, own)      refuse an empty path and the project's own files (but the
+                                      view own, which the command asking writes itself)
+    project_files()                   the project's files: `git ls-files`, or the tree
 
 Every recorded file, saved tokenizer, SVG and benchmark record goes through write_atomic.
 """
@@ -13,30 +14,32 @@ import contextlib
 import os
 import signal
 import stat
+import subprocess
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
-# Every file the project ships, as `git ls-files` lists it (test_edges.py keeps the list true): no
-# view, saved tokenizer or scaffold may overwrite one of them, but for the figures and pages that
-# are themselves views, rewritten by the commands that made them (VIEWS).
-SHIPPED = frozenset("""
-    .ci/run .gitignore README.md attention-explorer.html attention-explorer.png
-    attention-trace.json attention-weights.svg attention.py bench-attention.txt bench-bpe.txt
-    bench_attention.py bench_bpe.py bpe.py browser.py checks.py cli.py colour_stories.py
-    explorer.py golden.py gradcheck.py grade_lab06.py grade_lab06_runner.py helpers_for_tests.py
-    kv-cache-trace.json kv_cache.py lab06-explorer.html lab06.py learned-attention.svg
-    make_tokenizer.py perturb-trace.json perturb_attention.py reference.py safe_io.py
-    step_attention.py test_attention.py test_bpe.py test_edges.py test_experiments.py
-    test_explorer.py test_grader.py test_kv_cache.py test_layout.py test_perturb.py
-    test_properties.py test_readme.py test_readme_errors.py test_training.py test_views.py
-    tokenizer.json trace_attention.py train_attention.py training-run.json views.py
-""".split())
-VIEWS = {"attention-weights.svg": "trace_attention.py --svg",
-         "learned-attention.svg": "train_attention.py --svg",
-         "attention-explorer.html": "trace_attention.py --html",
-         "lab06-explorer.html": "perturb_attention.py --html",
-         "attention-explorer.png": "browser.py"}     # each view the folder ships, and its maker
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the project folder
+
+
+def project_files(root=None):
+    """The project's own files, as paths relative to root (the project folder): what `git ls-files`
+    lists in a checkout, else every file under root (a download without its history). The tree
+    is the list: nothing here is typed by hand."""
+    root = root or HERE
+    if os.path.isdir(os.path.join(root, ".git")):
+        try:
+            done = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
+                                  timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        if done is not None and done.returncode == 0:
+            return {os.path.normpath(name) for name in os.fsdecode(done.stdout).split("\0") if name}
+    found = set()
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name not in (".git", "__pycache__")]
+        found.update(os.path.relpath(os.path.join(folder, name), root) for name in names
+                     if not name.startswith(".tmp-"))
+    return found
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):
@@ -56,17 +59,17 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
                          f"{data[e.start]:#04x}") from None
 
 
-def check_output_path(path, maker=None):
-    """Refuse an empty output path, a folder, the folder's git history, and any file this project
-    ships but the view that maker (a command such as "trace_attention.py --svg") itself wrote:
-    a view is no golden file, and one view is not another."""
+def check_output_path(path, own=None):
+    """Refuse an empty output path, a folder, the folder's git history, and any of the project's
+    own files (project_files) but own: the view (a path from the project folder, such as
+    "attention-weights.svg") that the command asking writes itself. A view is no golden file, and
+    one view is not another."""
     if not path:
         raise ValueError("the output path is empty: expected a file name")
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder: expected a file name")
     target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
-    if target.split(os.sep)[0] == ".git" or (target in SHIPPED and (
-            target not in VIEWS or VIEWS[target] != maker)):
+    if target.split(os.sep)[0] == ".git" or (target != own and target in project_files()):
         raise ValueError(f"{path} is one of this folder's own files: write yours somewhere "
                          f"else")
 

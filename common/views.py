@@ -14,6 +14,7 @@ draws only; the numbers come from the traces.
 """
 
 import math
+from fractions import Fraction
 import re
 from collections import Counter
 import textwrap
@@ -35,6 +36,30 @@ def escape(text):
     """
     return _escape(_NOT_XML.sub("\ufffd", str(text)), {'"': "&quot;"})
 HIGHLIGHT = "#d95f02"
+
+
+MAX_DENOMINATOR = 100  # a fraction with a larger denominator explains nothing at a glance
+TOLERANCE = 1e-9       # the lab's bound: a ratio of powers of 2, computed in floats, is ulps off
+
+
+def exact_fraction(x):
+    """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within TOLERANCE
+    of, or None: what a view may show as exact.
+
+    >>> exact_fraction(1 / 3), exact_fraction(2.0), exact_fraction(math.log(2))
+    (Fraction(1, 3), Fraction(2, 1), None)
+    """
+    try:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            return None
+    except OverflowError:         # an int no float can hold
+        return None
+    fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
+    return fraction if abs(Fraction(x) - fraction) <= TOLERANCE else None
+
+
+def subscript(n):
+    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
 def label(token):

@@ -1,7 +1,7 @@
 """A real browser for the explorer's tests and screenshots: Debian's chromium, headless, driven by
 chromedriver over the WebDriver HTTP protocol with urllib. No selenium, no package.
 
-    python3 browser.py PAGE.html PICTURE.png [--fragment mode=zero&row=2&col=4] [--width 880]
+    python3 -m explorer.browser PAGE.html PICTURE.png [--fragment mode=zero&row=2] [--width 880]
                                  a screenshot of the whole page, as the README shows one
 
     with Browser() as b:         starts chromedriver and one headless session; quits both at exit
@@ -28,10 +28,11 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote
 
-from cli import OneLineParser, guarded, save_view
-from safe_io import check_output_path
+from common.cli import OneLineParser, guarded, save_view
+from common.safe_io import check_output_path
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+SCREENSHOT = os.path.join("explorer", "attention-explorer.png")   # the picture the README shows
 # Headless, and nothing that reaches for the network: this machine's network is closed, and a page
 # under test must not need it.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -193,7 +194,7 @@ def page_screenshot(page, picture, fragment="", width=880):
         b.resize(width, height + frame)      # the window's size counts its frame; the page's not
         b.wait_for(lambda: b.run("return innerHeight") >= height, "the window to grow")
         png = b.screenshot()
-    save_view(picture, png, "browser.py")
+    save_view(picture, png, SCREENSHOT)
 
 
 def main(argv=None):
@@ -207,7 +208,7 @@ def main(argv=None):
     def shoot():
         if not os.path.isfile(args.page):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
-        check_output_path(args.picture, "browser.py")    # before a browser starts for nothing
+        check_output_path(args.picture, SCREENSHOT)    # before a browser starts for nothing
         if not 200 <= args.width <= 4000:
             raise ValueError(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
         if missing():

@@ -22,7 +22,6 @@ lesson, attend through lab06 for the lab), formatted here and embedded as JSON. 
 only shows what it is given: no softmax, no product, no rounding in JavaScript.
 
     lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
-    lab_page(result, head, changes)            the lab's page: each of lab06.cases as a map
     fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
 
 It leaves out the output projection (out = mixed·Wo), the backward pass and the edit of a later
@@ -35,13 +34,11 @@ import math
 from fractions import Fraction
 from math import fsum
 
-from attention import MASK_MODES, attention_forward
-from golden import changed_rows
-from lab06 import HEAD, cases, position_labels, run, subscript
-from views import HIGHLIGHT, MAX_TOKENS, _colour, number, token_labels
+from attention import MASK_MODES, attention_forward, causal_mask
+from common.golden import changed_rows
+from common.views import (HIGHLIGHT, MAX_DENOMINATOR, MAX_TOKENS, TOLERANCE, _colour,
+                          exact_fraction, number, subscript, token_labels)
 
-MAX_DENOMINATOR = 100    # a fraction with a larger denominator explains nothing at a glance
-TOLERANCE = 1e-9         # the lab's: a ratio of powers of 2 computed in floats is a few ulps off
 LN2 = math.log(2)
 LESSON_MODES = {
     "causal": ("causal mask", "The correct mask: each token reads itself and the tokens before "
@@ -63,12 +60,10 @@ def fraction(value):
     >>> fraction(0.25), fraction(1 / 3), fraction(0.1 + 0.2), fraction(math.sqrt(2))
     (('1/4', '='), ('1/3', '='), ('3/10', '≈'), None)
     """
-    f = Fraction(value).limit_denominator(MAX_DENOMINATOR)
-    if float(f) == value:
-        return str(f), "="
-    if abs(f - Fraction(value)) <= TOLERANCE:
-        return str(f), "≈"
-    return None
+    f = exact_fraction(value)
+    if f is None:
+        return None
+    return str(f), "=" if float(f) == value else "≈"
 
 
 def ln2_multiple(score):
@@ -189,39 +184,20 @@ def row_lines(m, i, side, exact):
             line + [" = ", *vector(side, m["mixed"][i], exact)]]
 
 
-# ---- the maps: the lesson's mask modes, the lab's cases ---------------------------------------
+# ---- the maps: the lesson's mask modes ----------------------------------------------------------
 
 def lesson_maps(params, x):
     """One map per mask mode, each from attention_forward(params, x, mode)."""
-    maps = []
+    maps, T = [], len(x)
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
+        allowed = [[True] * T for _ in range(T)] if mode == "none" else causal_mask(T)
         title, subtitle = LESSON_MODES[mode]
         maps.append({"key": mode, "title": title, "subtitle": subtitle, "q": run["q"],
                      "k": run["k"], "v": run["v"], "scores": run["scores"],
                      "weights": run["weights"], "mixed": run["mixed"],
-                     "blocked": [[not ok for ok in row] for row in run["allowed"]],
+                     "blocked": [[not ok for ok in row] for row in allowed],
                      "zeroed": None, "future": mode != "causal"})
-    return maps
-
-
-def lab_maps(found, head=HEAD):
-    """One map per case of lab06.cases (found), in its order, each from its changes on fresh
-    copies: q, k and v through attend, and the scores its softmax took (the post-softmax bug's
-    are the unmasked ones). Raises ValueError for what the page's arithmetic cannot show: the
-    softmax over destinations, and changes made to the scores or weights themselves."""
-    maps = []
-    for case in found:
-        if case["key"] == "destinations" or any(
-                getattr(change, "stage", "inputs") != "inputs" for change in case["changes"]):
-            raise ValueError("the explorer shows changes of Q, K, V and the mask and the "
-                             "post-softmax bug: see the others with --table or --svg")
-        after = run(head, case["changes"])
-        scores = after["scores"] if case["key"] == "post-softmax" else after["masked_scores"]
-        maps.append({"key": case["key"], "title": case["title"], "subtitle": case["subtitle"],
-                     "q": after["q"], "k": after["k"], "v": after["v"], "scores": scores,
-                     "weights": case["weights"], "mixed": case["output"],
-                     "blocked": case["hatched"], "zeroed": case["zeroed"], "future": False})
     return maps
 
 
@@ -549,23 +525,3 @@ def lesson_page(params, x, tokens, sentence):
             "Untrained, seeded weights; positions count from 1.")
     return page(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html", "mask",
                 explored(lesson_maps(params, x), labels, labels, ("mixed", "mixed"), exact=False))
-
-
-def lab_page(result, head=HEAD, changes=()):
-    """The lab's explorer: each case of lab06.cases(result, head, changes) as a map, with its
-    arithmetic in fractions where they are exact. Raises ValueError for a head of more than
-    MAX_TOKENS positions, or a result that lab06.lab or lab06.experiment did not return."""
-    if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
-        raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
-    T = len(result["baseline"]["weights"])
-    if T > MAX_TOKENS:
-        raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
-    found = cases(result, head, changes)
-    labels = position_labels(T)
-    note = ("Every number on this page was computed in Python by lab06.py through attend, the core "
-            "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
-            "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
-            "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
-    return page("Lab 06: one attention head, changed one piece at a time", note,
-                "perturb_attention.py --html", "map",
-                explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))

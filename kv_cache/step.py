@@ -1,7 +1,8 @@
 """The cache of keys and values at work: a sequence one position at a time with
-attention.attention_step, what a cache would get wrong without the causal mask, and what each way
+attention_step, what a cache would get wrong without the causal mask, and what each way
 of generating costs in multiply-adds.
 
+    attention_step(params, x_t, kv)           the layer on one new position, with the cache kv
     steps(params, x)                          attention_step on each row of x, from an empty cache
     matches_full_pass(step, full, t)          True when a step is row t of a full pass, bit for bit
     row_errors(step, full, t)                 how far a step is from row t of a full pass
@@ -23,10 +24,53 @@ The library that step_attention.py, bench_attention.py and the tests share; it p
 
 from math import fsum
 
-from attention import MASK_MODES, attention_forward, attention_step
-from golden import rounded
+from attention import MASK_MODES, attention_forward, matmul
+from common import checks
+from common.core import attention_core
+from common.golden import rounded
 
 DIGITS = 4          # kv-cache-trace.json rounds as attention-trace.json does
+
+
+def attention_step(params, x_t, kv):
+    """Run the layer on one new position t: x_t is its input row (d_model numbers), kv the cache
+    {"k": [...], "v": [...]} of the positions before it, {"k": [], "v": []} at the start. Appends
+    this position's key and value to kv and returns its row of every intermediate: q, k, v and
+    mixed (d_head each); scores and weights (t + 1 each: positions 0…t); out (d_model).
+
+    x_t goes through the layer's lines as a one-row x, so q, k, v, scores, weights, mixed and out
+    are one-row matrices here, and the step returns their row. Row t of the causal mask allows
+    positions 0…t and nothing later, and the cache holds exactly those, so no earlier row ever
+    changes and none is recomputed. Each number is `==` to row t of attention_forward on x[:t + 1],
+    or on the whole x (whose row t has 0.0 after t): the same fsum products, in the same order.
+
+    >>> from attention import init_attention
+    >>> params = init_attention(d_model=4, d_head=2, seed=11)
+    >>> kv = {"k": [], "v": []}
+    >>> [round(w, 4) for w in attention_step(params, [-0.75, 0.28, 0.69, 0.22], kv)["weights"]]
+    [1.0]
+    >>> [round(w, 4) for w in attention_step(params, [0.47, 0.13, -0.97, 0.42], kv)["weights"]]
+    [0.5164, 0.4836]
+    >>> len(kv["k"]), len(kv["v"])
+    (2, 2)
+
+    Each step seals kv (kv["seal"]). Raises ValueError for an x_t of the wrong width or with a
+    non-finite number, misfitting params, a kv that this function did not build for these params
+    or that was changed since, or a result too large for floats (kv is then as it was); TypeError
+    for a value of the wrong kind.
+    """
+    checks.check_step(params, x_t, kv)
+    t = len(kv["k"])                  # this position: kv holds the keys and values of 0…t-1
+    Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
+    q, k, v = matmul([x_t], Wq), matmul([x_t], Wk), matmul([x_t], Wv)
+    allowed = [[True] * (t + 1)]      # row t of causal_mask: 0…t-1 and t itself, nothing later
+    row = attention_core(q, kv["k"] + k, kv["v"] + v, allowed)   # scores, weights, mixed
+    out = matmul(row["mixed"], Wo)
+    kv["k"].append(k[0])              # only now: a step that raises leaves kv as it was
+    kv["v"].append(v[0])
+    checks.seal_kv(kv, params)
+    return {"q": q[0], "k": k[0], "v": v[0], "scores": row["scores"][0],
+            "weights": row["weights"][0], "mixed": row["mixed"][0], "out": out[0]}
 
 
 def steps(params, x):

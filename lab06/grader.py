@@ -40,11 +40,12 @@ import sys
 import threading
 import time
 
-import lab06
-from attention import attend, causal_mask, masked_softmax, matmul, transpose
-from safe_io import check_output_path, write_atomic
+from attention import causal_mask, matmul, transpose
+from common.safe_io import check_output_path, write_atomic
+from common.views import TOLERANCE
+from lab06 import lab as lab06
+from lab06.lab import attend, masked_softmax
 
-TOLERANCE = 1e-9      # the lab's: a ratio of powers of 2, computed in floats, is a few ulps off
 LIKENESS = 1e-6       # how close wrong numbers must come to a known mistake's for it to be named
 CALL_LIMIT = 2.0      # seconds one call of the learner's code may take; importing it is a call
 TOTAL_LIMIT = 20.0    # seconds the whole grading may take
@@ -52,7 +53,7 @@ START_LIMIT = 5.0     # seconds for Python to start, before any of the learner's
 MAX_FILE = 2 ** 20    # bytes: a larger file is refused before it runs
 MAX_ANSWER = 2 ** 20  # bytes of one answer: the largest asked for (a 64-position head's four
                       # matrices) is about 400 kB, and a larger one is no answer but a burden
-RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grade_lab06_runner.py")
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
 
 SCAFFOLD = '''"""Lab 06: one attention head, computed by hand. Fill in the three functions, then run
 

@@ -29,7 +29,6 @@ with nothing blocked), its "masked_scores" the core's `scores`, its "output" the
                                       changes of Q, K, V or the mask, positions counted from 1
     offset_scores(i, c), set_weights(i, weights)  changes of row i's scores or weights
     experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
-    exact_fraction(x)                 the small fraction a float stands for, or None
 
 A change is applied where it acts: the changes of Q, K, V and the mask first, in the order given,
 then attend; a score change redoes the softmax of its row, a weight change the mixture. The bugs
@@ -43,11 +42,13 @@ import os
 from fractions import Fraction
 from math import fsum
 
-from attention import attend, causal_mask, masked_softmax, matmul, transpose
-from checks import check_allowed, check_matrix, check_number
-from golden import changed_rows
-from safe_io import read_text
-from views import MAX_TOKENS, number
+from attention import causal_mask, matmul, softmax_row, transpose
+from common import checks
+from common.checks import check_allowed, check_matrix, check_number
+from common.core import attention_core, attention_core_backward
+from common.golden import changed_rows
+from common.safe_io import read_text
+from common.views import MAX_TOKENS, exact_fraction, number, subscript
 
 # kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
 C = math.sqrt(2) * math.log(2)
@@ -63,24 +64,35 @@ EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
 MAX_SIZE = MAX_TOKENS                 # the most positions and width of a head read from a file
-MAX_DENOMINATOR = 100                 # a fraction shown as exact has at most this denominator
-EXACT = 1e-12                         # ... and the float lies this close to it
 
 
-def exact_fraction(x):
-    """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within EXACT of, or
-    None: what a view may show as exact.
+# ---- the core with a mask of your own ---------------------------------------------------------
 
-    >>> exact_fraction(1 / 3), exact_fraction(2.0), exact_fraction(math.log(2))
-    (Fraction(1, 3), Fraction(2, 1), None)
+def masked_softmax(scores, allowed):
+    """Lab 06's name for the same softmax: a blocked source (allowed False) becomes −∞ first.
+
+    >>> masked_softmax([1.0, 1.0, 5.0], [True, True, False])
+    [0.5, 0.5, 0.0]
     """
-    try:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-            return None
-    except OverflowError:         # an int no float can hold
-        return None
-    fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
-    return fraction if abs(Fraction(x) - fraction) <= EXACT else None
+    checks.check_masked_softmax(scores, allowed)
+    return softmax_row([s if ok else -math.inf for s, ok in zip(scores, allowed)])
+
+
+def attend(q, k, v, allowed, blocked_score=-math.inf):
+    """attention_core with its input checked: the entry point of Lab 06 and of experiments.
+    Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v
+    counts that differ, a mask of the wrong size or with a non-bool entry, a row with every source
+    blocked, a blocked_score that is neither −∞ nor finite, or a score that overflows."""
+    checks.check_head(q, k, v, allowed, blocked_score)
+    cache = attention_core(*checks.copies(q, k, v, allowed), blocked_score)
+    return checks.sealed(cache)
+
+
+def attend_backward(cache, d_mixed):
+    """attention_core_backward with its input checked: cache is what attend returned, d_mixed
+    (T, d_v). Returns (d_q, d_k, d_v)."""
+    checks.check_core_backward(cache, d_mixed)
+    return attention_core_backward(cache, d_mixed)
 
 
 def projected(head=HEAD):
@@ -200,10 +212,6 @@ def intervene(changes, base, head=HEAD):
 
 
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
-
-def subscript(n):
-    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
-
 
 def _position(n, what):
     """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""

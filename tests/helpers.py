@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 
 
 class MessageAssertions:
@@ -49,7 +49,7 @@ def folder_copy(*names):
     """A temporary folder holding copies of names (paths relative to this folder), which
     safe_io.HERE points to while it is open: were the protection of shipped files to fail, only
     the copies would be overwritten."""
-    import safe_io
+    from common import safe_io
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)

@@ -9,21 +9,13 @@ import tempfile
 import unittest
 from unittest import mock
 
-from bpe import (
-    Tokenizer,
-    word_counts,
-    chunks,
-    encode_chunk,
-    encode_chunk_plain,
-    merge_pair,
-    train,
-    train_plain,
-)
+from benchmarks.reference import corpus
 import bpe
-from helpers_for_tests import MessageAssertions, run_main, run_process, run_script
-from reference import corpus
+from bpe import (Tokenizer, word_counts, chunks, encode_chunk, encode_chunk_plain, merge_pair,
+                 train, train_plain)
+from tests.helpers import MessageAssertions, run_main, run_process, run_script
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 LESSON = os.path.join(HERE, "tokenizer.json")
 SEED = 1234
 

@@ -2,6 +2,7 @@
 shapes, special write targets, unsafe view text and broken command lines. Each gets a clear error
 or the right behaviour, and each test names the case it reproduces."""
 
+import glob
 import json
 import math
 import os
@@ -17,20 +18,20 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
+from attention import (add, attention_backward, attention_forward, causal_mask, init_attention,
+                       matmul, softmax_row, transpose)
 import bpe
-import cli
-import golden
-import grade_lab06
-import gradcheck
-import lab06 as lab
-import safe_io
+from common import cli, golden, gradcheck, safe_io, views
+from common.safe_io import write_atomic
+from common.views import heatmaps_svg, panel, text_table
+from lab06 import grader as grade_lab06
+from lab06 import lab
+from lab06 import attend, attend_backward, masked_softmax
+from tests.helpers import HERE, MessageAssertions, folder_copy, run_main, run_script
 import trace_attention as ta
-import views
-from attention import (add, attend, attend_backward, attention_backward, attention_forward,
-                       causal_mask, init_attention, masked_softmax, matmul, softmax_row, transpose)
-from helpers_for_tests import HERE, MessageAssertions, folder_copy, run_main, run_script
-from safe_io import write_atomic
-from views import heatmaps_svg, panel, text_table
+
+READMES = ["README.md"] + sorted(os.path.relpath(path, HERE)     # the top one and each folder's
+                                 for path in glob.glob(os.path.join(HERE, "*", "README.md")))
 
 HUGE_INT = 10 ** 400    # an int no float can hold
 
@@ -119,7 +120,7 @@ class CacheBelongsToTheCall(MessageAssertions, unittest.TestCase):
                            self.x, self.cache, self.d_out)
 
     def test_cache_missing_an_entry_is_a_value_error_naming_it(self):
-        for name in ("k", "v", "blocked_score"):
+        for name in ("k", "v", "scale"):
             cache = dict(self.cache)
             del cache[name]
             with self.subTest(name=name):
@@ -127,11 +128,14 @@ class CacheBelongsToTheCall(MessageAssertions, unittest.TestCase):
                                    self.params, self.x, cache, self.d_out)
 
 
-    def test_rounded_weights_are_refused(self):
+    def test_rounded_weights_are_refused_and_the_experiment_is_pointed_to(self):
         self.cache["weights"] = [[round(w, 2) for w in row] for row in self.cache["weights"]]
         self.assertMessage(ValueError, "cache is not what attention_forward returned: an entry "
                            "was changed or replaced since", attention_backward, self.params,
                            self.x, self.cache, self.d_out)
+        self.assertMessage(ValueError, "hand the edited matrices to lab06's attend(q, k, v, "
+                           "allowed)", attention_backward, self.params, self.x, self.cache,
+                           self.d_out)
 
     def test_a_replaced_seal_or_entry_is_a_value_error_naming_the_cache(self):
         for what, cache in (("seal", {**self.cache, "seal": []}),
@@ -403,29 +407,37 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
 
 class EveryShippedFileIsProtected(MessageAssertions, unittest.TestCase):
 
-    def test_the_list_of_shipped_files_is_what_git_tracks(self):
+    def test_the_project_files_are_what_git_tracks_or_else_the_tree(self):
         if not os.path.isdir(os.path.join(HERE, ".git")):
-            self.skipTest("not a git checkout: nothing to compare safe_io.SHIPPED with")
+            self.skipTest("not a git checkout: nothing to compare the project's files with")
         done = subprocess.run(["git", "ls-files"], cwd=HERE, capture_output=True, text=True)
         if done.returncode != 0:
             self.skipTest("git is not available here")
-        self.assertEqual(sorted(safe_io.SHIPPED), sorted(done.stdout.split()))
+        self.assertEqual(sorted(safe_io.project_files()), sorted(done.stdout.split()))
+        with folder_copy("attention.py", os.path.join("lab06", "lab.py")) as tmp:
+            self.assertEqual(safe_io.project_files(tmp), {"attention.py", "lab06/lab.py"})
 
     def test_each_shipped_view_is_rewritten_by_its_own_command_and_no_other(self):
-        self.assertLessEqual(set(safe_io.VIEWS), safe_io.SHIPPED)
-        makers = set(safe_io.VIEWS.values())
-        for name, maker in safe_io.VIEWS.items():
+        from explorer import browser
+        views = {"attention-weights.svg", os.path.join("explorer", "attention-explorer.html"),
+                 os.path.join("explorer", "attention-explorer.png"),
+                 os.path.join("lab06", "lab06-explorer.html"),
+                 os.path.join("training", "learned-attention.svg")}
+        self.assertLessEqual({ta.FIGURE, ta.PAGE, browser.SCREENSHOT}, views)
+        self.assertLessEqual(views, safe_io.project_files())
+        for name in views:
             path = os.path.join(HERE, name)
-            safe_io.check_output_path(path, maker)      # no error
-            for other in makers - {maker} | {None}:
-                with self.subTest(view=name, maker=other):
+            safe_io.check_output_path(path, name)      # no error
+            for other in views - {name} | {None}:
+                with self.subTest(view=name, own=other):
                     self.assertMessage(ValueError, "one of this folder's own files",
                                        safe_io.check_output_path, path, other)
 
     def test_no_view_or_tokenizer_overwrites_a_shipped_file(self):
-        """Recorded files, source, the benchmark records, the CI script, the README (copies)."""
-        names = ("attention-trace.json", "tokenizer.json", "attention.py", "bench-attention.txt",
-                 os.path.join(".ci", "run"), "README.md")
+        """Recorded files, source, the benchmark records, the CI script, every README (copies)."""
+        names = ("attention-trace.json", "tokenizer.json", "attention.py",
+                 os.path.join("benchmarks", "bench-attention.txt"), os.path.join(".ci", "run"),
+                 *READMES)
         with folder_copy(*names) as tmp:
             for name in names:
                 path = os.path.join(tmp, name)
@@ -472,7 +484,7 @@ class CommandLinesRefuseBeforeTheyWrite(MessageAssertions, unittest.TestCase):
 
     def test_the_rust_benchmark_without_its_trainer_is_one_line_before_timing(self):
         with mock.patch("importlib.util.find_spec", return_value=None):
-            done = run_script("bench_bpe.py", "--quick", "--rust")
+            done = run_script("benchmarks/bench_bpe.py", "--quick", "--rust")
         self.assertOneLineError(done, "--rust needs HuggingFace tokenizers in this Python")
         self.assertEqual(done.stdout, "")
 
@@ -616,9 +628,10 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
 
     def test_no_python_api_write_reaches_a_shipped_file_or_git(self):
         tokenizer = ta.lesson_setup()[0]
-        with folder_copy("README.md") as copy:
-            self.assertMessage(ValueError, "one of this folder's own files", tokenizer.save,
-                               os.path.join(copy, "README.md"))
+        with folder_copy(*READMES) as copy:
+            for name in READMES:
+                self.assertMessage(ValueError, "one of this folder's own files", tokenizer.save,
+                                   os.path.join(copy, name))
             os.makedirs(os.path.join(copy, ".git"))
             self.assertMessage(ValueError, "one of this folder's own files",
                                grade_lab06.scaffold,
@@ -627,7 +640,7 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
                            bpe.Tokenizer, ["\udc80"], [])
 
     def test_a_quick_benchmark_is_not_recorded(self):
-        for script in ("bench_attention.py", "bench_bpe.py"):
+        for script in ("benchmarks/bench_attention.py", "benchmarks/bench_bpe.py"):
             with self.subTest(script=script):
                 done = run_script(script, "--quick", "--record")
                 self.assertOneLineError(done, "--record keeps the full run the README quotes")

@@ -6,10 +6,10 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-import lab06 as lab
-import trace_attention as ta
 from bpe import train
-from helpers_for_tests import HERE, MessageAssertions, run_main, run_script
+from lab06 import lab
+from tests.helpers import HERE, MessageAssertions, run_main, run_script
+import trace_attention as ta
 
 SVG = "{http://www.w3.org/2000/svg}"
 # Four positions of width 2; WK = WQ = I, so S = X·Xᵀ/√2.
@@ -36,7 +36,7 @@ class OwnHead(MessageAssertions, unittest.TestCase):
         done = self.run_lab("--head", self.write(HEAD))
         self.assertEqual(done.returncode, 0, done.stderr)
         result = json.loads(done.stdout)
-        with open(os.path.join(HERE, "perturb-trace.json"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "lab06", "perturb-trace.json"), encoding="utf-8") as f:
             recorded = json.load(f)
         self.assertEqual(list(result), ["head", "baseline"])
         self.assertEqual(list(result["head"]), list(recorded["head"]))

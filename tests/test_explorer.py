@@ -7,7 +7,6 @@ EXPLORER_BROWSER_TESTS=1 is set, as .ci/run sets it (the browser tests take seco
 every run of the suite), and skips with one line where chromium or chromedriver is not installed.
 """
 
-import doctest
 import json
 import math
 import os
@@ -17,17 +16,18 @@ import unittest
 from html.parser import HTMLParser
 from math import fsum
 
-import explorer
-import lab06
-import trace_attention as ta
 from attention import attention_forward, softmax_row
-from golden import rounded
-from helpers_for_tests import HERE, MessageAssertions, folder_copy, run_main, run_script
-from views import number, token_labels
+from common.golden import rounded
+from common.views import number, token_labels
+from explorer import page as explorer
+from lab06 import page as lab_explorer
+from lab06 import lab as lab06
+from tests.helpers import HERE, MessageAssertions, folder_copy, run_main, run_script
+import trace_attention as ta
 
 BROWSER_VARIABLE = "EXPLORER_BROWSER_TESTS"
-LESSON_FILE, LAB_FILE = "attention-explorer.html", "lab06-explorer.html"
-SCREENSHOT = "attention-explorer.png"
+LESSON_FILE, LAB_FILE = "explorer/attention-explorer.html", "lab06/lab06-explorer.html"
+SCREENSHOT = "explorer/attention-explorer.png"
 README_STATE = "mode=zero&row=2&col=4"     # the state the README's screenshot shows
 LAB_KEYS = ["baseline", *lab06.TITLES, "post-softmax"]
 
@@ -52,7 +52,7 @@ def lesson_page():
 
 def lab_page():
     result = lab06.lab()
-    return explorer.lab_page(result)
+    return lab_explorer.lab_page(result)
 
 
 class Parsed(HTMLParser):
@@ -121,7 +121,7 @@ class PageStandsAlone(unittest.TestCase):
 
     def test_a_head_of_more_than_64_positions_is_refused(self):
         with self.assertRaisesRegex(ValueError, "the explorer takes at most 64 positions, got 65"):
-            explorer.lab_page({"baseline": {"weights": [[1.0]] * 65}}, [])
+            lab_explorer.lab_page({"baseline": {"weights": [[1.0]] * 65}}, [])
 
     def test_a_token_that_closes_the_script_stays_inside_the_json(self):
         params, x, tokens = lesson_runs()[1]
@@ -144,7 +144,7 @@ class EmbeddedNumbersAreTheTraces(unittest.TestCase):
                              trace["masks"][mode["key"]]["weight_on_future_row_0"], mode["key"])
 
     def test_labs_maps_equal_perturb_trace_json(self):
-        trace, modes = read_json("perturb-trace.json"), embedded(LAB)["modes"]
+        trace, modes = read_json("lab06/perturb-trace.json"), embedded(LAB)["modes"]
         self.assertEqual([m["key"] for m in modes], LAB_KEYS)
         base, bug = modes[0], modes[-1]
         for name, recorded in (("q", "Q"), ("k", "K"), ("v", "V"), ("scores", "masked_scores"),
@@ -171,7 +171,7 @@ class EmbeddedNumbersAreTheTraces(unittest.TestCase):
     def test_each_cells_terms_give_back_the_cores_numbers_to_the_last_bit(self):
         params, x, _ = lesson_runs()[1]
         result = lab06.lab()
-        maps = explorer.lesson_maps(params, x) + explorer.lab_maps(lab06.cases(result))
+        maps = explorer.lesson_maps(params, x) + lab_explorer.lab_maps(lab06.cases(result))
         for m in maps:
             for i, scores_i in enumerate(m["scores"]):
                 top, exps, total = explorer.softmax_terms(scores_i)
@@ -267,7 +267,7 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                                             fragment)
 
     def test_screenshot_command_refuses_a_missing_page_in_one_line(self):
-        import browser     # urllib.request, which it imports, is slower to load than most tests
+        from explorer import browser     # here: urllib.request is slower to load than most tests
         with tempfile.TemporaryDirectory() as tmp:
             missing = os.path.join(tmp, "missing.html")
             self.assertOneLineError(run_main(browser.main, missing, os.path.join(tmp, "x.png")),
@@ -283,13 +283,15 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                                  f"{name} is stale: run python3 {command} --html {name}")
 
     def test_readme_shows_the_screenshot_and_says_how_to_open_the_page(self):
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            readme = f.read()
-        for text in (f"]({SCREENSHOT})", f"python3 trace_attention.py --html {LESSON_FILE}",
+        with open(os.path.join(HERE, "explorer", "README.md"), encoding="utf-8") as f:
+            readme = f.read()       # its links are relative to explorer/; its commands run on top
+        picture = os.path.relpath(SCREENSHOT, "explorer")
+        for text in (f"]({picture})", f"python3 trace_attention.py --html {LESSON_FILE}",
                      f"python3 perturb_attention.py --html {LAB_FILE}",
-                     f"python3 browser.py {LESSON_FILE} {SCREENSHOT} --fragment '{README_STATE}'",
+                     f"python3 -m explorer.browser {LESSON_FILE} {SCREENSHOT} --fragment "
+                     f"'{README_STATE}'",
                      f"#{README_STATE}"):
-            self.assertTrue(text in readme, f"the README should say {text!r}")
+            self.assertTrue(text in readme, f"explorer/README.md should say {text!r}")
         with open(os.path.join(HERE, SCREENSHOT), "rb") as f:
             self.assertEqual(png_size(f.read())[0], 880, "taken at the README's 880 px")
 
@@ -302,7 +304,7 @@ class ExplorerInBrowser(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import browser     # here: urllib.request takes longer to import than the page tests run
+        from explorer import browser     # here: urllib.request is slower to load than most tests
         reason = browser.missing()
         if reason:
             raise unittest.SkipTest(reason)
@@ -515,12 +517,6 @@ def png_size(data):
     if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
         raise ValueError(f"not a PNG: it starts {data[:16]!r}")
     return struct.unpack(">II", data[16:24])
-
-
-def load_tests(loader, tests, ignore):
-    """The explorer's docstring examples run as doctests."""
-    tests.addTests(doctest.DocTestSuite(explorer))
-    return tests
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ functions.
 
 import atexit
 import concurrent.futures
-import doctest
 import json
 import marshal
 import os
@@ -23,9 +22,9 @@ import textwrap
 import unittest
 from unittest import mock
 
-import grade_lab06
-import grade_lab06_runner
-from helpers_for_tests import HERE, MessageAssertions, run_script
+from lab06 import grader as grade_lab06
+from lab06 import runner as grade_lab06_runner
+from tests.helpers import HERE, MessageAssertions, run_script
 
 SHORT = 0.5        # seconds a call may take where the test waits for a loop to be stopped:
                    # 20 times what importing the file takes, so that a busy machine still has
@@ -394,9 +393,10 @@ class Grader(MessageAssertions, unittest.TestCase):
                       "edited in place", "\n".join(lines))
 
     def test_the_readme_counts_the_checks_the_grader_runs(self):
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             said = re.search(r"The grader runs the (\d+) checks the scaffold lists", f.read())
-        self.assertIsNotNone(said, "README.md no longer says how many checks the grader runs")
+        self.assertIsNotNone(said,
+                             "lab06/README.md no longer says how many checks the grader runs")
         self.assertEqual(int(said.group(1)), len(grade_lab06.lab_checks()))
 
     def test_a_correct_file_passes_every_check_and_exits_0(self):
@@ -408,7 +408,8 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     def test_our_core_in_the_scaffolds_three_functions_passes_every_check(self):
         source = textwrap.dedent('''
-            from attention import attend, masked_softmax, matmul
+            from attention import matmul
+            from lab06 import attend, masked_softmax
 
 
             def attention(Q, K, V, allowed):
@@ -418,12 +419,11 @@ class Grader(MessageAssertions, unittest.TestCase):
                         "masked_scores": cache["scores"], "weights": cache["weights"],
                         "output": cache["mixed"]}
         ''')
-        here = os.path.dirname(os.path.abspath(__file__))
-        with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the lab's folder
-            for name in ("attention.py", "checks.py"):
-                with open(os.path.join(here, name), encoding="utf-8") as f, \
-                        open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
-                    out.write(f.read())
+        with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the project's folder
+            shutil.copy(os.path.join(HERE, "attention.py"), tmp)
+            for folder in ("common", "lab06"):
+                shutil.copytree(os.path.join(HERE, folder), os.path.join(tmp, folder),
+                                ignore=shutil.ignore_patterns("__pycache__"))
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
@@ -587,20 +587,12 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_the_limits_in_use_are_at_most_30_s_in_all_and_the_readme_quotes_them(self):
         self.assertLessEqual(grade_lab06.TOTAL_LIMIT, 30)
         self.assertLess(grade_lab06.CALL_LIMIT, grade_lab06.TOTAL_LIMIT)
-        here = os.path.dirname(os.path.abspath(__file__))
-        with open(os.path.join(here, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             readme = " ".join(f.read().split())
         self.assertIn(f"The grader runs the {len(grade_lab06.lab_checks())} checks the scaffold "
                       f"lists", readme)
         self.assertIn(f"with at most {grade_lab06.CALL_LIMIT:g} s for each call (importing it is "
                       f"one) and {grade_lab06.TOTAL_LIMIT:g} s in all", readme)
-
-
-def load_tests(loader, tests, ignore):
-    """The grader's and its runner's docstring examples run as tests."""
-    for module in (grade_lab06, grade_lab06_runner):
-        tests.addTests(doctest.DocTestSuite(module))
-    return tests
 
 
 if __name__ == "__main__":

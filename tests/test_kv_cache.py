@@ -4,7 +4,6 @@ causal mask allows a cache, its multiply-adds counted, its door, its command lin
 Random cases come from a fixed seed and name their seed, case, shape and position when they fail.
 """
 
-import doctest
 import json
 import math
 import os
@@ -17,20 +16,16 @@ import unittest
 from unittest import mock
 
 import attention
-import kv_cache
+from attention import MASK_MODES, attention_forward, init_attention
+from common.golden import to_json
+from kv_cache import step as kv_cache
+from kv_cache import attention_step
+from kv_cache.step import (cache_multiply_adds, kv_trace, recompute_multiply_adds, steps,
+                           what_a_cache_gets_wrong)
+from tests.helpers import MessageAssertions, run_script
 import trace_attention as ta
-from attention import MASK_MODES, attention_forward, attention_step, init_attention
-from golden import to_json
-from helpers_for_tests import MessageAssertions, run_script
-from kv_cache import (
-    cache_multiply_adds,
-    kv_trace,
-    recompute_multiply_adds,
-    steps,
-    what_a_cache_gets_wrong,
-)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 SEED = 20261130
 CASES = 8    # T from 1 to 32 (1 and 32 always), d_model up to 6, d_head up to 4: ~0.05 s
 
@@ -279,14 +274,14 @@ class CommandLine(unittest.TestCase, MessageAssertions):
                       done.stdout)
 
     def test_a_row_one_bit_off_the_full_pass_fails_the_command(self):
-        real_step = attention.attention_step
+        real_step = kv_cache.attention_step
 
         def one_bit_off(params, x_t, kv):
             step = real_step(params, x_t, kv)
             step["out"][0] = math.nextafter(step["out"][0], math.inf)
             return step
 
-        with mock.patch.object(attention, "attention_step", one_bit_off):
+        with mock.patch.object(kv_cache, "attention_step", one_bit_off):
             done = run_script("step_attention.py")
         self.assertOneLineError(done, "rows [0, 1, 2, 3, 4, 5] are not the full pass's")
 
@@ -297,21 +292,23 @@ class CommandLine(unittest.TestCase, MessageAssertions):
                  if "full pass row" in line]
         self.assertTrue(all(mark.startswith("≠") for mark in marks[:-1]), marks)
         self.assertEqual(marks[-1], "== full pass row 5")
-        recorded = json.loads(read("kv-cache-trace.json"))["why_only_causal"]["none"]
+        recorded = json.loads(read("kv_cache/kv-cache-trace.json"))["why_only_causal"]["none"]
         self.assertIn(f"weight {recorded['weight_on_unseen_tokens'][0]} on unseen tokens", marks[0])
         self.assertIn(f"A cache gets rows {recorded['rows_a_cache_gets_wrong']} wrong", done.stdout)
 
     def test_check_fails_on_a_stale_record_and_passes_on_a_fresh_one(self):
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copy(os.path.join(HERE, "attention-trace.json"), tmp)
-            with open(os.path.join(tmp, "kv-cache-trace.json"), "w", encoding="utf-8") as f:
-                f.write(read("kv-cache-trace.json").replace("0.8379", "0.8378"))
+            os.mkdir(os.path.join(tmp, "kv_cache"))
+            with open(os.path.join(tmp, "kv_cache", "kv-cache-trace.json"), "w",
+                      encoding="utf-8") as f:
+                f.write(read("kv_cache/kv-cache-trace.json").replace("0.8379", "0.8378"))
             done = run_script("step_attention.py", "--check", folder=tmp)
             self.assertOneLineError(done, "kv-cache-trace.json differs from a fresh run")
             self.assertEqual(run_script("step_attention.py", "--write", folder=tmp).returncode, 0)
             self.assertEqual(run_script("step_attention.py", "--check", folder=tmp).returncode, 0)
-            with open(os.path.join(tmp, "kv-cache-trace.json"), encoding="utf-8") as f:
-                self.assertEqual(f.read(), read("kv-cache-trace.json"))
+            with open(os.path.join(tmp, "kv_cache", "kv-cache-trace.json"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), read("kv_cache/kv-cache-trace.json"))
 
     def test_a_missing_lesson_trace_is_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -335,7 +332,7 @@ class Records(unittest.TestCase):
 
     def test_the_recorded_kv_trace_is_a_fresh_run_from_the_lesson(self):
         tokens, params, x = lesson()
-        self.assertEqual(read("kv-cache-trace.json"),
+        self.assertEqual(read("kv_cache/kv-cache-trace.json"),
                          to_json(kv_trace(ta.SENTENCE, tokens, params, x)),
                          "kv-cache-trace.json is stale: run step_attention.py --write")
 
@@ -348,22 +345,24 @@ class Records(unittest.TestCase):
     def test_the_readme_shows_what_the_command_line_prints(self):
         done = run_script("step_attention.py")
         shown = "```\n$ python3 step_attention.py\n" + done.stdout + "```"
-        self.assertTrue(shown in read("README.md"), f"README.md should show:\n{shown}")
+        self.assertTrue(shown in read("kv_cache/README.md"),
+                        f"kv_cache/README.md should show:\n{shown}")
 
     def test_the_readme_says_what_a_cache_gets_wrong(self):
-        readme = re.sub(r"\s+", " ", read("README.md"))
-        wrong = json.loads(read("kv-cache-trace.json"))["why_only_causal"]
+        readme = re.sub(r"\s+", " ", read("kv_cache/README.md"))
+        wrong = json.loads(read("kv_cache/kv-cache-trace.json"))["why_only_causal"]
         for mask in ("none", "zero"):
             record = wrong[mask]
             for figure in (f"rows `{record['rows_a_cache_gets_wrong']}`",
                            f"{record['weight_on_unseen_tokens'][0]} of its weight",
                            f"by up to {record['largest_out_difference'][0]}"):
-                self.assertTrue(figure in readme, f"README.md should say, for {mask}: {figure}")
+                self.assertTrue(figure in readme,
+                                f"kv_cache/README.md should say, for {mask}: {figure}")
 
     def test_the_recorded_cache_benchmark_adds_up(self):
         """Its speedups follow from its times, its counts from the formulas, the cache is at least
         50× faster at T=256, and both advantages grow with T."""
-        text = read("bench-attention.txt")
+        text = read("benchmarks/bench-attention.txt")
         table = text[text.index("| T | cache s"):]
         rows = [line.split("|")[1:-1] for line in table.splitlines() if re.match(r"\| \d", line)]
         self.assertEqual([int(row[0]) for row in rows], [64, 128, 256, 512])
@@ -384,13 +383,8 @@ class Records(unittest.TestCase):
         self.assertEqual(list(speedups.values()), sorted(speedups.values()))
         said = (f"At T=256 the cache is {rows[2][3].strip()} faster (the counts say "
                 f"{rows[2][6].strip()}), at T=512 {rows[3][3].strip()} ({rows[3][6].strip()})")
-        readme = re.sub(r"\s+", " ", read("README.md"))
-        self.assertTrue(said in readme, f"README.md should say {said}")
-
-
-def load_tests(loader, tests, ignore):
-    tests.addTests(doctest.DocTestSuite(kv_cache))
-    return tests
+        readme = re.sub(r"\s+", " ", read("benchmarks/README.md"))    # where the benchmark is
+        self.assertTrue(said in readme, f"benchmarks/README.md should say {said}")
 
 
 if __name__ == "__main__":

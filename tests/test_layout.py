@@ -1,85 +1,154 @@
-"""The folder's layout holds: no import cycle, scripts depend downward, every file is in the README,
-every line fits beside the lesson.
+"""The tree's layout holds: no import cycle at any depth, scripts depend downward, the labs never
+use each other, the lesson's command never loads Lab 06, every line fits beside the lesson.
 
-A command line or a benchmark is run, never imported: tests run it with helpers_for_tests.run_script
-or a subprocess. The one exception is the lesson's own: test_attention.py and the tests beside it
-use trace_attention's names (`trace`, `readout`, `loss`, ...), as the lesson's tests do.
+A module is every .py file of the tree, named as Python imports it (lab06.lab, common.checks).
+A command line (a top-level file that runs as a script) or a benchmark is run, never imported:
+tests run it with tests.helpers.run_script or a subprocess. The one exception is the lesson's own:
+test_attention.py and the tests beside it use trace_attention's names (`trace`, `readout`,
+`loss`, ...), as the lesson's tests do.
 """
 
+import ast
 import functools
 import os
-import re
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = sorted(name[:-3] for name in os.listdir(HERE) if name.endswith(".py"))
-COMMAND_LINES = {"perturb_attention", "train_attention", "make_tokenizer", "bench_attention",
-                 "bench_bpe", "step_attention"}
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
+
+
+def _modules():
+    """{dotted name: path} of every .py file of the tree (a package's __init__ under its name)."""
+    found = {}
+    for folder, subfolders, names in os.walk(HERE):
+        subfolders[:] = sorted(n for n in subfolders if not n.startswith((".", "__")))
+        for name in names:
+            if name.endswith(".py"):
+                parts = os.path.relpath(os.path.join(folder, name), HERE)[:-3].split(os.sep)
+                found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = \
+                    os.path.join(folder, name)
+    return found
+
+
+PATHS = _modules()
+MODULES = sorted(PATHS)
 LESSON_SCRIPT = "trace_attention"
+LABS = ("lab06", "training", "kv_cache")
 
 
-IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import\b|import\s+(\w+(?:\s*,\s*\w+)*))", re.M)
+def _runs_as_a_script(module):
+    with open(PATHS[module], encoding="utf-8") as f:
+        return 'if __name__ == "__main__":' in f.read()
+
+
+# every top-level script and every benchmark: derived from the tree, not typed again
+COMMAND_LINES = {m for m in MODULES if (("." not in m and _runs_as_a_script(m) and m != "bpe")
+                                       or m.startswith("benchmarks.bench_"))}
 
 
 @functools.lru_cache(maxsize=None)
 def imports(module):
-    """The folder's modules that module imports, at any depth of its code (a line of a string
-    that reads like an import counts too: stricter, never looser)."""
-    with open(os.path.join(HERE, module + ".py"), encoding="utf-8") as f:
-        text = f.read()
+    """The tree's modules that module imports, at any depth of its code: for `from a.b import c`
+    both a.b and a.b.c when they are modules, and every package on the way (its __init__ runs)."""
+    with open(PATHS[module], encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            named.add(node.module)
+            named.update(f"{node.module}.{alias.name}" for alias in node.names)
     found = set()
-    for from_name, names in IMPORT.findall(text):
-        found.update([from_name] if from_name else re.split(r"\s*,\s*", names))
-    return frozenset(found & set(MODULES) - {module})     # its own name in its own docstring
+    for name in named:
+        parts = name.split(".")
+        found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+    return frozenset(found & set(MODULES) - {module})
+
+
+def reached_from(start):
+    """Every module that importing start loads, at any depth."""
+    seen, todo = set(), list(imports(start))
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(imports(module))
+    return seen
+
+
+def _is_test(module):
+    return module.split(".")[-1].startswith("test_") or module.startswith("tests")
 
 
 class Layout(unittest.TestCase):
 
     def test_no_module_imports_itself_through_others(self):
-        graph = {module: imports(module) for module in MODULES}
-
-        def reached_from(start):
-            seen, todo = set(), list(graph[start])
-            while todo:
-                module = todo.pop()
-                if module not in seen:
-                    seen.add(module)
-                    todo.extend(graph[module])
-            return seen
-
         cycles = [module for module in MODULES if module in reached_from(module)]
         self.assertEqual(cycles, [], "these modules import themselves through others")
 
+    def test_the_commands_are_found_in_the_tree(self):
+        self.assertLessEqual({"trace_attention", "perturb_attention", "train_attention",
+                              "step_attention", "make_tokenizer", "benchmarks.bench_attention"},
+                             COMMAND_LINES)
+
     def test_nothing_imports_a_command_line_a_benchmark_or_a_test(self):
         for module in MODULES:
-            allowed_scripts = {LESSON_SCRIPT} if module.startswith("test_") else set()
+            allowed_scripts = {LESSON_SCRIPT} if _is_test(module) else set()
             for name in imports(module):
                 with self.subTest(module=module, imports=name):
                     self.assertNotIn(name, COMMAND_LINES - allowed_scripts)
-                    self.assertFalse(name.startswith("test_"))
-                    if not module.startswith("test_"):
-                        self.assertNotEqual(name, "helpers_for_tests")
+                    if not _is_test(module):
+                        self.assertFalse(_is_test(name))
                         self.assertNotEqual(name, LESSON_SCRIPT)
+                    elif name != "tests":
+                        self.assertFalse(name.split(".")[-1].startswith("test_"))
+
+    def test_the_labs_never_use_each_other(self):
+        for lab in LABS:
+            for module in MODULES:
+                if module == lab or module.startswith(lab + "."):
+                    for other in set(LABS) - {lab}:
+                        with self.subTest(module=module, other=other):
+                            self.assertFalse(any(name == other or name.startswith(other + ".")
+                                                 for name in imports(module)))
+
+    def test_the_lesson_never_loads_lab_06(self):
+        for module in ("attention", LESSON_SCRIPT):
+            loaded = reached_from(module)
+            self.assertEqual(sorted(m for m in loaded if m.split(".")[0] in LABS), [], module)
 
     def test_only_tests_and_benchmarks_use_the_reference(self):
         for module in MODULES:
-            if "reference" in imports(module):
-                self.assertTrue(module.startswith(("test_", "bench_")), module)
+            if "benchmarks.reference" in imports(module):
+                self.assertTrue(_is_test(module) or module.startswith("benchmarks."), module)
 
-    def test_the_readme_names_every_file_of_the_folder(self):
+    def test_every_folder_of_python_has_a_readme_and_the_top_readme_maps_every_folder(self):
+        """The tree is the registry: no file is listed by hand, but each folder that holds a .py
+        file says what it holds in its README.md, and the top README (at most 200 lines) links
+        every folder's README from its map."""
+        for folder in sorted({os.path.dirname(path) for path in PATHS.values()}):
+            self.assertTrue(os.path.isfile(os.path.join(folder, "README.md")),
+                            f"{os.path.relpath(folder, HERE)} holds Python but no README.md")
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            files = f.read().split("## Files", 1)[1]
-        for module in MODULES:
-            self.assertTrue(f"`{module}.py`" in files,
-                            f"the README's Files table has no {module}.py")
+            readme = f.read()
+        self.assertLessEqual(len(readme.splitlines()), 200, "the top README is over 200 lines")
+        start = readme.index("## The folders")
+        folder_map = readme[start:readme.index("\n#", start + 1)]
+        folders = sorted(name for name in os.listdir(HERE)
+                         if os.path.isdir(os.path.join(HERE, name))
+                         and not name.startswith((".", "__")))
+        self.assertTrue(folders)
+        for folder in folders:
+            self.assertIn(f"]({folder}/README.md)", folder_map,
+                          f"the top README's map of the folders has no {folder}/")
 
     def test_every_line_of_python_fits_in_100_characters(self):
         """The reader has the lesson in the other half of the screen (STYLE.md)."""
         for module in MODULES:
-            with open(os.path.join(HERE, module + ".py"), encoding="utf-8") as f:
+            with open(PATHS[module], encoding="utf-8") as f:
                 for number, line in enumerate(f, 1):
                     self.assertLessEqual(len(line.rstrip("\n")), 100,
-                                         f"{module}.py:{number} is {len(line) - 1} characters")
+                                         f"{PATHS[module]}:{number} is {len(line) - 1} characters")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ V = [[2, 0], [0, 4], [2, 4]]. Rows are 0-based in code; the lab's 1-based names 
 given beside them.
 """
 
-import doctest
 import math
 import os
 import shutil
@@ -15,12 +14,12 @@ import unittest
 from unittest import mock
 from fractions import Fraction as F
 
-import lab06 as lab
-from attention import attend, masked_softmax
-from golden import rounded, to_json
-from helpers_for_tests import run_script
+from common.golden import rounded, to_json
+from lab06 import lab
+from lab06 import attend, masked_softmax
+from tests.helpers import run_script
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 # The float computation of a ratio of powers of 2 is off by a few ulps at most; 1e-9 is the lab's
 # bound.
 TOLERANCE = 1e-9
@@ -44,7 +43,7 @@ class Lab06(unittest.TestCase):
             )
 
     def test_recorded_trace(self):
-        with open(os.path.join(HERE, "perturb-trace.json"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "lab06", "perturb-trace.json"), encoding="utf-8") as f:
             self.assertEqual(
                 f.read(), to_json(rounded(lab.lab(), lab.DIGITS)), "perturb-trace.json is stale"
             )
@@ -191,10 +190,15 @@ class Lab06(unittest.TestCase):
         self.assertIn("query 1 may not read source 2: its weight must be 0, got 0.5",
                       str(caught.exception))
 
-    def test_exact_fractions_only_within_1e_12_of_a_small_denominator(self):
+    def test_exact_fractions_only_within_the_labs_tolerance_of_a_small_denominator(self):
+        """One rule for the lab's tables, grader and explorer (common.views.TOLERANCE, 1e-9)."""
+        from explorer import page as explorer
         self.assertEqual(lab.exact_fraction(0.3333333333333333), F(1, 3))
         self.assertEqual(lab.exact_fraction(-8 / 35), F(-8, 35))
-        self.assertIsNone(lab.exact_fraction(1 / 3 + 2e-12))
+        self.assertEqual(lab.exact_fraction(1 / 3 + 1e-10), F(1, 3))
+        self.assertEqual(explorer.fraction(1 / 3 + 1e-10), ("1/3", "≈"))
+        self.assertIsNone(lab.exact_fraction(1 / 3 + 2e-9))
+        self.assertIsNone(explorer.fraction(1 / 3 + 2e-9))
         self.assertIsNone(lab.exact_fraction(1 / 101))        # a denominator above 100
         self.assertIsNone(lab.exact_fraction(math.inf))
 
@@ -228,9 +232,9 @@ class PartOne(unittest.TestCase):
                       "[1, 2] = [3/2, 3]\n", self.table)
 
     def test_the_readme_answer_key_quotes_the_table(self):
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             readme = f.read()
-        fold = readme[readme.index("## Lab 06"):readme.index("**Mask polarity.**")]
+        fold = readme[:readme.index("**Mask polarity.**")]
         fold = fold[fold.index("<details>"):]
         table = self.full
         excerpt = "".join(table[table.index(first):table.index(last)] for first, last in (
@@ -259,18 +263,20 @@ class CommandLine(unittest.TestCase):
 
     def test_check_fails_with_one_line_when_the_file_is_stale_or_missing(self):
         def stale(tmp):
-            with open(os.path.join(tmp, "perturb-trace.json"), "a", encoding="utf-8") as f:
+            with open(os.path.join(tmp, "lab06", "perturb-trace.json"), "a", encoding="utf-8") as f:
                 f.write(" ")
 
         def missing(tmp):
-            os.remove(os.path.join(tmp, "perturb-trace.json"))
+            os.remove(os.path.join(tmp, "lab06", "perturb-trace.json"))
 
         for prepare, fragment in (
             (stale, "differs from a fresh run"),
             (missing, "cannot read perturb-trace.json"),
         ):
             with self.subTest(fragment=fragment), tempfile.TemporaryDirectory() as tmp:
-                shutil.copy(os.path.join(HERE, "perturb-trace.json"), tmp)
+                os.mkdir(os.path.join(tmp, "lab06"))
+                shutil.copy(os.path.join(HERE, "lab06", "perturb-trace.json"),
+                            os.path.join(tmp, "lab06"))
                 prepare(tmp)
                 done = run_script("perturb_attention.py", "--check", folder=tmp)
                 self.assertNotEqual(done.returncode, 0)
@@ -345,12 +351,6 @@ class CoreRejects(unittest.TestCase):
         with self.assertRaises(ValueError) as caught:
             masked_softmax([0.0, math.inf], [True, True])
         self.assertIn("score 1 must be finite where allowed, got inf", str(caught.exception))
-
-
-def load_tests(loader, tests, ignore):
-    """lab06's docstring examples run as tests."""
-    tests.addTests(doctest.DocTestSuite(lab))
-    return tests
 
 
 if __name__ == "__main__":

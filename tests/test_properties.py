@@ -11,16 +11,10 @@ import random
 import unittest
 from math import fsum
 
-from attention import (
-    MASK_MODES,
-    attend,
-    attention_backward,
-    attention_forward,
-    causal_mask,
-    masked_softmax,
-)
-from reference import listing
-from gradcheck import central_differences
+from attention import MASK_MODES, attention_backward, attention_forward, causal_mask
+from benchmarks.reference import listing
+from common.gradcheck import central_differences
+from lab06 import attend, masked_softmax
 
 SEED = 20261129
 CASES = 60  # T up to 16, d_model up to 8, d_head up to 4: every shape from 1 × 1 × 1 up, each mode

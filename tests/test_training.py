@@ -3,7 +3,6 @@ train_attention.py's command line: each set of stories holds what its name says,
 the whole model's gradient, Adam's steps, a short training, predict's door, the recorded claims,
 and the command line's refusals."""
 
-import doctest
 import functools
 import json
 import math
@@ -13,10 +12,10 @@ import tempfile
 import unittest
 from collections import Counter
 
-import colour_stories as cs
 from attention import attention_backward, attention_forward, matmul, softmax_row, transpose
-from gradcheck import central_differences, max_err
-from helpers_for_tests import HERE, MessageAssertions, run_script
+from common.gradcheck import central_differences, max_err
+from tests.helpers import HERE, MessageAssertions, run_script
+from training import colour_stories as cs
 
 SEED = 20261129
 # Central differences with ε = 1e-6 on a loss of size ~1: truncation O(ε²) and rounding about
@@ -263,7 +262,7 @@ class RecordedRun(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        with open(os.path.join(HERE, "training-run.json"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "training", "training-run.json"), encoding="utf-8") as f:
             cls.recorded = json.load(f)
         cls.seed_1 = cls.recorded["run"]
 
@@ -300,8 +299,8 @@ class RecordedRun(unittest.TestCase):
             path = os.path.join(tmp, "figure.svg")
             done = run_script("train_attention.py", "--svg", path)
             self.assertEqual(done.returncode, 0, done.stderr)
-            with open(path, encoding="utf-8") as drawn, \
-                    open(os.path.join(HERE, "learned-attention.svg"), encoding="utf-8") as kept:
+            kept_path = os.path.join(HERE, "training", "learned-attention.svg")
+            with open(path, encoding="utf-8") as drawn, open(kept_path, encoding="utf-8") as kept:
                 self.assertEqual(kept.read(), drawn.read(), "learned-attention.svg is stale: run "
                                  "python3 train_attention.py --svg learned-attention.svg")
 
@@ -351,12 +350,6 @@ class CommandLine(MessageAssertions, unittest.TestCase):
             done = run_script("train_attention.py", "--check", folder=tmp)
         self.assertOneLineError(done, "training-run.json")
         self.assertNotIn("step", done.stderr)
-
-
-def load_tests(loader, tests, ignore):
-    """colour_stories' docstring examples run with the suite."""
-    tests.addTests(doctest.DocTestSuite(cs))
-    return tests
 
 
 if __name__ == "__main__":

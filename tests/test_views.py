@@ -6,12 +6,12 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-import lab06
+from common.views import label
+from lab06 import lab as lab06
+from tests.helpers import run_main, run_script
 import trace_attention as ta
-from helpers_for_tests import run_main, run_script
-from views import label
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 SVG = "{http://www.w3.org/2000/svg}"
 SECOND = "the big dog sees a blue kite."
 

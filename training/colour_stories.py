@@ -48,10 +48,10 @@ import time
 from collections import Counter, defaultdict, namedtuple
 from math import fsum, sqrt
 
-from attention import (add, attention_core, attention_core_backward, attention_forward,
-                       init_attention, matmul, softmax_row, transpose)
+from attention import add, attention_forward, init_attention, matmul, softmax_row, transpose
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
+from common.core import attention_core, attention_core_backward
 
 SEED = 1
 D_MODEL, D_HEAD = 12, 8

@@ -1,0 +1,1 @@
+"""common: see README.md in this folder."""

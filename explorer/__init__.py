@@ -1,0 +1,1 @@
+"""explorer: see README.md in this folder."""

@@ -1,0 +1,49 @@
+"""Lab 06's explorer page: each case of lab06.lab.cases as a map of the explorer (explorer/page.py),
+with its arithmetic in fractions where they are exact.
+
+    python3 perturb_attention.py --html FILE    the baseline, each intervention, the bug
+"""
+
+from common.views import MAX_TOKENS
+from explorer.page import explored, page
+from lab06.lab import HEAD, cases, position_labels, run
+
+
+def lab_maps(found, head=HEAD):
+    """One map per case of lab06.cases (found), in its order, each from its changes on fresh
+    copies: q, k and v through attend, and the scores its softmax took (the post-softmax bug's
+    are the unmasked ones). Raises ValueError for what the page's arithmetic cannot show: the
+    softmax over destinations, and changes made to the scores or weights themselves."""
+    maps = []
+    for case in found:
+        if case["key"] == "destinations" or any(
+                getattr(change, "stage", "inputs") != "inputs" for change in case["changes"]):
+            raise ValueError("the explorer shows changes of Q, K, V and the mask and the "
+                             "post-softmax bug: see the others with --table or --svg")
+        after = run(head, case["changes"])
+        scores = after["scores"] if case["key"] == "post-softmax" else after["masked_scores"]
+        maps.append({"key": case["key"], "title": case["title"], "subtitle": case["subtitle"],
+                     "q": after["q"], "k": after["k"], "v": after["v"], "scores": scores,
+                     "weights": case["weights"], "mixed": case["output"],
+                     "blocked": case["hatched"], "zeroed": case["zeroed"], "future": False})
+    return maps
+
+
+def lab_page(result, head=HEAD, changes=()):
+    """The lab's explorer: each case of lab06.cases(result, head, changes) as a map, with its
+    arithmetic in fractions where they are exact. Raises ValueError for a head of more than
+    MAX_TOKENS positions, or a result that lab06.lab or lab06.experiment did not return."""
+    if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
+        raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
+    T = len(result["baseline"]["weights"])
+    if T > MAX_TOKENS:
+        raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
+    found = cases(result, head, changes)
+    labels = position_labels(T)
+    note = ("Every number on this page was computed in Python by lab06.py through attend, the core "
+            "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
+            "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
+            "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
+    return page("Lab 06: one attention head, changed one piece at a time", note,
+                "perturb_attention.py --html", "map",
+                explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))

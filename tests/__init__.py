@@ -1,0 +1,1 @@
+"""tests: see README.md in this folder."""

@@ -1,0 +1,1 @@
+"""training: see README.md in this folder."""
