@@ -1,7 +1,9 @@
-"""The README is true: every figure it quotes is the one the recorded trace holds, every Python
-example in it runs and prints what it shows, and every function it points to exists."""
+"""The READMEs are true: every figure one quotes is the one the recorded trace holds, every Python
+example in one runs and prints what it shows, and every function one points to exists. Each test
+reads the README where its text lives: the top folder's, or a folder's (lab06/, training/, ...)."""
 
 import doctest
+import glob
 import importlib
 import json
 import os
@@ -12,17 +14,24 @@ import unittest
 from fractions import Fraction
 
 import bpe
-import colour_stories
-import views
-from helpers_for_tests import run_main
+from common import views
+from tests.helpers import run_main
+from training import colour_stories
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_RECORDS = ("bench-attention.txt", "bench-bpe.txt")
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
+BENCH_RECORDS = ("benchmarks/bench-attention.txt", "benchmarks/bench-bpe.txt")
 
 
 def read(name):
     with open(os.path.join(HERE, name), encoding="utf-8") as f:
         return f.read()
+
+
+def readme_names():
+    """README.md and every folder's README.md, as paths from the project folder: the tree is the
+    list, none typed by hand."""
+    return ["README.md"] + sorted(os.path.relpath(path, HERE)
+                                  for path in glob.glob(os.path.join(HERE, "*", "README.md")))
 
 
 def score_row(row):
@@ -216,39 +225,49 @@ class ReadmeIsTrue(unittest.TestCase):
             )
 
     def test_readme_quotes_the_lab06_trace(self):
-        readme, lab = flat(read("README.md")), json.loads(read("perturb-trace.json"))
+        readme, lab = flat(read("lab06/README.md")), json.loads(read("lab06/perturb-trace.json"))
         for figure in lab_figures(lab):
             self.assertTrue(
                 flat(figure) in readme,
-                f"README.md should quote, from perturb-trace.json:\n{figure}",
+                f"lab06/README.md should quote, from perturb-trace.json:\n{figure}",
             )
 
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
-        readme = read("README.md")
         recorded = set()
-        for name in ("attention-trace.json", "perturb-trace.json", "training-run.json",
-                     "kv-cache-trace.json"):
+        for name in ("attention-trace.json", "lab06/perturb-trace.json",
+                     "training/training-run.json", "kv_cache/kv-cache-trace.json"):
             recorded.update(numbers_in(json.loads(read(name))))
         for name in BENCH_RECORDS:
             recorded.update(float(n) for n in re.findall(r"-?\d+\.\d+", read(name)))
-        for match in re.finditer(r"-?\d+\.\d{4,}\b", readme):
-            self.assertTrue(
-                float(match.group()) in recorded,
-                f"README.md quotes {match.group()}, no trace records it",
-            )
+        for name in readme_names():
+            for match in re.finditer(r"-?\d+\.\d{4,}\b", read(name)):
+                self.assertTrue(
+                    float(match.group()) in recorded,
+                    f"{name} quotes {match.group()}, no trace records it",
+                )
 
     def test_readme_quotes_the_recorded_benchmarks(self):
-        readme = read("README.md")
+        readme = read("benchmarks/README.md")
         for name in BENCH_RECORDS:
             self.assertTrue(
-                "```\n" + read(name) + "```" in readme, f"README.md should quote {name} whole"
+                "```\n" + read(name) + "```" in readme,
+                f"benchmarks/README.md should quote {name} whole",
             )
+
+    def test_at_the_lesson_size_the_layer_is_at_least_as_fast_as_the_listing(self):
+        """The recorded median of the turns' ratios, listing / attention.py, is at least 1.0."""
+        record = read("benchmarks/bench-attention.txt")
+        table = record.split("| attention.py µs | listing µs | speedup |")[1].split("\n\n")[0]
+        rows = [line.split("|")[1:-1] for line in table.splitlines() if re.match(r"\| \d", line)]
+        self.assertEqual(len(rows), 1, table)
+        self.assertGreaterEqual(float(rows[0][2].strip().rstrip("×")), 1.0, rows[0])
 
     def test_benchmark_speedup_follows_from_the_measured_times(self):
         """speedup = listing s / attention.py s, from the times the record prints, and at least
         1.2 at T=256 and T=512."""
         # the layer's table; the cache's, after it, is checked by test_kv_cache
-        layer_table = read("bench-attention.txt").split("| T | cache s")[0]
+        record = read("benchmarks/bench-attention.txt")
+        layer_table = record.split("| T | attention.py s")[1].split("| T | cache s")[0]
         rows = [
             line.split("|")[1:-1]
             for line in layer_table.splitlines()
@@ -294,10 +313,15 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertIn("```\npython3 trace_attention.py\n```", first_screen)
         self.assertIn("```\npython3 -m unittest -v\n```", first_screen)
         self.assertIn("Python 3.10", first_screen)
+        for lab in ("lab06", "training"):      # a link to each lab, relative to the top folder
+            self.assertIn(f"]({lab}/README.md)", first_screen)
+
+    def test_the_top_readme_stays_short(self):
+        self.assertLessEqual(len(read("README.md").splitlines()), 200)
 
     def test_lab06_asks_for_predictions_first_and_folds_its_answers(self):
-        readme, lab = read("README.md"), json.loads(read("perturb-trace.json"))
-        section = readme[readme.index("## Lab 06") : readme.index("**Mask polarity.**")]
+        readme, lab = read("lab06/README.md"), json.loads(read("lab06/perturb-trace.json"))
+        section = readme[: readme.index("**Mask polarity.**")]
         fold = section.index("<details>")
         self.assertIn("Predict before you run", section[:fold])
         self.assertIn("--grade tiny_attention.py", section[:fold])
@@ -307,18 +331,21 @@ class ReadmeIsTrue(unittest.TestCase):
             self.assertFalse(flat(figure) in flat(section[:fold]), f"before the fold:\n{figure}")
 
     def test_readme_quotes_the_recorded_training_run(self):
-        readme, recorded = flat(read("README.md")), json.loads(read("training-run.json"))
+        readme = flat(read("training/README.md"))
+        recorded = json.loads(read("training/training-run.json"))
         for figure in training_figures(recorded).values():
             self.assertTrue(
-                flat(figure) in readme, f"README.md should quote, from training-run.json:\n{figure}"
+                flat(figure) in readme,
+                f"training/README.md should quote, from training-run.json:\n{figure}",
             )
 
     def test_limits_the_readme_quotes_are_the_codes(self):
-        readme = flat(read("README.md"))
-        self.assertIn(f"sentence of up to {views.MAX_TOKENS} tokens", readme)
-        self.assertIn(f"(the limit is {views.MAX_TOKENS})", readme)
-        self.assertIn(f"keeps the {bpe.CHUNK_CACHE_SIZE:,} most recent", readme)
-        self.assertIn(f"on {colour_stories.TRAIN_STORIES} such stories", readme)
+        self.assertIn(f"sentence of up to {views.MAX_TOKENS} tokens", flat(read("README.md")))
+        self.assertIn(f"(the limit is {views.MAX_TOKENS})", flat(read("common/README.md")))
+        self.assertIn(f"keeps the {bpe.CHUNK_CACHE_SIZE:,} most recent",
+                      flat(read("benchmarks/README.md")))
+        self.assertIn(f"on {colour_stories.TRAIN_STORIES} such stories",
+                      flat(read("training/README.md")))
 
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")
@@ -326,7 +353,8 @@ class ReadmeIsTrue(unittest.TestCase):
         rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ")][1:]
         self.assertGreaterEqual(len(rows), 10)
         for idea, where, file in rows:
-            module = importlib.import_module(file.strip().strip("`").removesuffix(".py"))
+            path = file.strip().strip("`").removesuffix(".py")     # common/core -> common.core
+            module = importlib.import_module(path.replace("/", "."))
             for name in re.findall(r"`(\w+)`", where):
                 self.assertTrue(
                     hasattr(module, name), f"{idea.strip()}: {file.strip()} has no {name}"
@@ -337,8 +365,11 @@ class ReadmeIsTrue(unittest.TestCase):
 
 
 def load_tests(loader, tests, ignore):
-    """The README's Python examples (the >>> lines) run as doctests and must print what it shows."""
-    tests.addTests(doctest.DocFileSuite("README.md"))
+    """Every README's Python examples (the >>> lines) run as doctests and must print what it
+    shows: each README of the tree that holds one."""
+    for name in readme_names():
+        if ">>> " in read(name):
+            tests.addTests(doctest.DocFileSuite(os.path.join(HERE, name), module_relative=False))
     return tests
 
 

@@ -1,8 +1,12 @@
-"""The README's tables of errors are true: every call of the layer's table and of attention_step's
-is run and raises the error shown, and every command line of the last is run and prints the line
-shown. A `…` in the README stands for text left out; the rest must match in order."""
+"""The READMEs' tables of errors are true: every call of a `| call | error |` table and of a
+`| step | error |` table (attention_step's) is run and raises the error shown, and every command
+line of a `| command line | error |` table is run and prints the line shown. The tables live with
+their topic (the layer's in common/README.md, Lab 06's in lab06/README.md, ...): every README of
+the tree is read, none listed by hand. A `…` in a README stands for text left out; the rest must
+match in order."""
 
 import copy
+import glob
 import math
 import os
 import re
@@ -13,20 +17,29 @@ from unittest import mock
 
 import attention
 import bpe
-import lab06
+from kv_cache import step as kv_cache
+from lab06 import lab as lab06
+from tests.helpers import HERE, folder_copy, run_main, run_script
 import trace_attention as ta
-from helpers_for_tests import HERE, folder_copy, run_main, run_script
 
-with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-    README = f.read()
+READMES = {}       # path from the project folder: text, for README.md and every folder's README.md
+for path in [os.path.join(HERE, "README.md")] + sorted(glob.glob(os.path.join(HERE, "*",
+                                                                             "README.md"))):
+    with open(path, encoding="utf-8") as f:
+        READMES[os.path.relpath(path, HERE)] = f.read()
 
 
 def table(header):
-    """The rows of the README table under header, as (first cell, second cell) without backticks."""
-    lines = README[README.index(header):].split("\n\n", 1)[0].splitlines()[2:]
-    cells = [line.split(" | ") for line in lines]
-    return [(first.removeprefix("| ").replace("`", ""), second.removesuffix(" |").strip("`"))
-            for first, second in cells]
+    """The rows of every README table under header, in every README of the tree, as (first cell,
+    second cell) without backticks."""
+    rows = []
+    for text in READMES.values():
+        for start in [m.start() for m in re.finditer(re.escape(header), text)]:
+            lines = text[start:].split("\n\n", 1)[0].splitlines()[2:]
+            cells = [line.split(" | ") for line in lines]
+            rows += [(first.removeprefix("| ").replace("`", ""),
+                      second.removesuffix(" |").strip("`")) for first, second in cells]
+    return rows
 
 
 def matches(shown, message):
@@ -40,8 +53,8 @@ class PythonErrors(unittest.TestCase):
     def test_every_call_raises_the_error_the_readme_shows(self):
         tokenizer, P, _ = ta.lesson_setup()
         X = ta.inputs(tokenizer, ta.SENTENCE, ta.lesson_setup()[2])[1]
-        names = {name: getattr(attention, name) for name in dir(attention)
-                 if not name.startswith("_")}
+        names = {name: getattr(module, name) for module in (attention, kv_cache, lab06)
+                 for name in dir(module) if not name.startswith("_")}
         names.update(P=P, X=X, C=attention.attention_forward(P, X), tokenizer=tokenizer,
                      Tokenizer=bpe.Tokenizer, train=bpe.train, nan=math.nan, inf=math.inf)
         rows = table("| call | error |")
@@ -63,7 +76,7 @@ class PythonErrors(unittest.TestCase):
         self.assertGreaterEqual(len(rows), 6)
         for call, shown in rows:
             KV0, KV1 = {"k": [], "v": []}, {"k": [], "v": []}
-            attention.attention_step(P, X[0], KV1)
+            kv_cache.attention_step(P, X[0], KV1)
             with self.subTest(call=call):
                 self.assertTrue(call.startswith("attention_step(") and call.endswith(")"))
                 args = eval(f"({call.removeprefix('attention_step(')[:-1]},)",
@@ -71,11 +84,11 @@ class PythonErrors(unittest.TestCase):
                 kv = args[2]
                 before = (copy.deepcopy((kv["k"], kv["v"])), kv.get("seal"), set(kv))
                 with self.assertRaises(Exception) as caught:
-                    attention.attention_step(*args)
+                    kv_cache.attention_step(*args)
                 got = f"{type(caught.exception).__name__}: {caught.exception}"
                 self.assertTrue(matches(shown, got), f"the README shows {shown!r}, got {got!r}")
                 self.assertEqual(((kv["k"], kv["v"]), kv.get("seal"), set(kv)), before)
-                attention.attention_step(P, X[1], KV1)       # KV1 as its last step left it
+                kv_cache.attention_step(P, X[1], KV1)       # KV1 as its last step left it
 
 
 class CommandLineErrors(unittest.TestCase):
@@ -145,7 +158,7 @@ class CommandLineErrors(unittest.TestCase):
             return run_main(bpe.main, "encode", "mia", "--tokenizer", "/tmp")
         if row.startswith("bench_bpe.py --rust"):
             with mock.patch("importlib.util.find_spec", return_value=None):
-                return run_script("bench_bpe.py", "--quick", "--rust")
+                return run_script("benchmarks/bench_bpe.py", "--quick", "--rust")
         if row.startswith("perturb_attention.py --grade tiny_attention.py --table"):
             return run_script("perturb_attention.py", "--grade", "tiny_attention.py", "--table")
         if row == "perturb_attention.py --table --baseline --ablate-value 2":
