@@ -311,7 +311,7 @@ class ExplorerInBrowser(unittest.TestCase):
         cls.folder = tempfile.TemporaryDirectory()
         cls.pages = {}
         for name, page in ((LESSON_FILE, LESSON), (LAB_FILE, LAB)):
-            cls.pages[name] = os.path.join(cls.folder.name, name)
+            cls.pages[name] = os.path.join(cls.folder.name, os.path.basename(name))
             with open(cls.pages[name], "w", encoding="utf-8") as f:
                 f.write(page)
         try:
