@@ -11,6 +11,7 @@ Every recorded file, saved tokenizer, SVG and benchmark record goes through writ
 """
 
 import contextlib
+import functools
 import os
 import signal
 import stat
@@ -26,14 +27,9 @@ def project_files(root=None):
     lists in a checkout, else every file under root (a download without its history). The tree
     is the list: nothing here is typed by hand."""
     root = root or HERE
-    if os.path.isdir(os.path.join(root, ".git")):
-        try:
-            done = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
-                                  timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            done = None
-        if done is not None and done.returncode == 0:
-            return {os.path.normpath(name) for name in os.fsdecode(done.stdout).split("\0") if name}
+    tracked = _tracked(root) if os.path.isdir(os.path.join(root, ".git")) else None
+    if tracked is not None:
+        return set(tracked)
     found = set()
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = [name for name in subfolders if name not in (".git", "__pycache__")]
@@ -57,6 +53,20 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
     except UnicodeDecodeError as e:
         raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is "
                          f"{data[e.start]:#04x}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _tracked(root):
+    """What `git ls-files` lists in root, once a process, or None when git cannot say."""
+    try:
+        done = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
+                              timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return frozenset(os.path.normpath(name) for name in os.fsdecode(done.stdout).split("\0")
+                     if name)
 
 
 def check_output_path(path, own=None):

@@ -43,9 +43,8 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common import checks
 from common.checks import check_allowed, check_matrix, check_number
-from common.core import attention_core, attention_core_backward
+from lab06.head import attend, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
 from common.views import MAX_TOKENS, exact_fraction, number, subscript
@@ -64,35 +63,6 @@ EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
 MAX_SIZE = MAX_TOKENS                 # the most positions and width of a head read from a file
-
-
-# ---- the core with a mask of your own ---------------------------------------------------------
-
-def masked_softmax(scores, allowed):
-    """Lab 06's name for the same softmax: a blocked source (allowed False) becomes −∞ first.
-
-    >>> masked_softmax([1.0, 1.0, 5.0], [True, True, False])
-    [0.5, 0.5, 0.0]
-    """
-    checks.check_masked_softmax(scores, allowed)
-    return softmax_row([s if ok else -math.inf for s, ok in zip(scores, allowed)])
-
-
-def attend(q, k, v, allowed, blocked_score=-math.inf):
-    """attention_core with its input checked: the entry point of Lab 06 and of experiments.
-    Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v
-    counts that differ, a mask of the wrong size or with a non-bool entry, a row with every source
-    blocked, a blocked_score that is neither −∞ nor finite, or a score that overflows."""
-    checks.check_head(q, k, v, allowed, blocked_score)
-    cache = attention_core(*checks.copies(q, k, v, allowed), blocked_score)
-    return checks.sealed(cache)
-
-
-def attend_backward(cache, d_mixed):
-    """attention_core_backward with its input checked: cache is what attend returned, d_mixed
-    (T, d_v). Returns (d_q, d_k, d_v)."""
-    checks.check_core_backward(cache, d_mixed)
-    return attention_core_backward(cache, d_mixed)
 
 
 def projected(head=HEAD):

@@ -18,6 +18,7 @@ from unittest import mock
 import attention
 import bpe
 from kv_cache import step as kv_cache
+from lab06 import head as lab06_head
 from lab06 import lab as lab06
 from tests.helpers import HERE, folder_copy, run_main, run_script
 import trace_attention as ta
@@ -53,7 +54,7 @@ class PythonErrors(unittest.TestCase):
     def test_every_call_raises_the_error_the_readme_shows(self):
         tokenizer, P, _ = ta.lesson_setup()
         X = ta.inputs(tokenizer, ta.SENTENCE, ta.lesson_setup()[2])[1]
-        names = {name: getattr(module, name) for module in (attention, kv_cache, lab06)
+        names = {name: getattr(module, name) for module in (attention, kv_cache, lab06, lab06_head)
                  for name in dir(module) if not name.startswith("_")}
         names.update(P=P, X=X, C=attention.attention_forward(P, X), tokenizer=tokenizer,
                      Tokenizer=bpe.Tokenizer, train=bpe.train, nan=math.nan, inf=math.inf)
