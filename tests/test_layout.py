@@ -11,7 +11,12 @@ test_attention.py and the tests beside it use trace_attention's names (`trace`, 
 import ast
 import functools
 import os
+import subprocess
+import sys
+import tempfile
 import unittest
+
+from tests.helpers import run_script
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 
@@ -141,6 +146,18 @@ class Layout(unittest.TestCase):
         for folder in folders:
             self.assertIn(f"]({folder}/README.md)", folder_map,
                           f"the top README's map of the folders has no {folder}/")
+
+    def test_each_door_checks_its_record_from_another_folder(self):
+        """A door finds its files beside itself, not in the folder it is run from: the lesson's
+        in a process of its own (its imports found from there too), the others in this one."""
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([sys.executable, os.path.join(HERE, "trace_attention.py"),
+                                   "--check"], cwd=tmp, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            for door in ("perturb_attention.py", "step_attention.py", "make_tokenizer.py"):
+                with self.subTest(door=door):
+                    done = run_script(door, "--check", cwd=tmp)
+                    self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_every_line_of_python_fits_in_100_characters(self):
         """The reader has the lesson in the other half of the screen (STYLE.md)."""
