@@ -3,14 +3,14 @@
 For an input x of T rows (one per position) and d_model columns:
 
     q = x·Wq,  k = x·Wk,  v = x·Wv                  each (T, d_head)
-    scores  = q·kᵀ · scale, scale = 1/√d_head       (T, T), −∞ where j > i: the causal mask
+    scores  = q·kᵀ · scale, −∞ where j > i          (T, T), scale = 1/√d_head
     weights = softmax_row of each row of scores      (T, T), later positions exactly 0.0
     mixed   = weights·v                              (T, d_head)
     out     = mixed·Wo                               (T, d_model)
 
-attention_backward walks these lines in reverse. Every sum is math.fsum, correctly rounded, so no
-value depends on the order of summation. What a learner calls checks what it is handed, once, at
-its first line (common/checks.py); the layer's own inner calls are not checked again. Left out:
+attention_backward walks them in reverse. Every sum is math.fsum, correctly rounded. Each public
+function checks its arguments at its first line (common/checks.py); inside `with
+checks.forward_door(...)` the layer's own calls of the helpers are not checked again. Left out:
 batches (a loop over sequences), bias, dropout, normalization, residuals. Standard library only.
 """
 
@@ -103,7 +103,8 @@ def softmax_row(row):
 
 
 def causal_mask(T):
-    """(T, T) allowed matrix: position i may attend to positions 0…i.
+    """(T, T) allowed matrix, True where j ≤ i: position i may attend to positions 0…i, and the
+    future (j > i) is blocked.
 
     >>> causal_mask(3)
     [[True, False, False], [True, True, False], [True, True, True]]
@@ -117,7 +118,8 @@ def causal_mask(T):
 def attention_forward(params, x, mask="causal"):
     """Run the layer on x (T, d_model). Returns every intermediate under its own name: q, k, v
     (T, d_head); raw_scores (T, T) before the mask; scores (T, T) as masked, −∞ where excluded;
-    weights (T, T); mixed (T, d_head); out (T, d_model); scale and the mode as "mask".
+    weights (T, T); mixed (T, d_head); out (T, d_model); scale; the mode as "mask"; and "seal",
+    copies that attention_backward checks the cache against (not for reading).
 
     mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the
     common bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises
@@ -127,15 +129,15 @@ def attention_forward(params, x, mask="causal"):
     with checks.forward_door(params, x, mask, MASK_MODES):
         Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
         q, k, v = matmul(x, Wq), matmul(x, Wk), matmul(x, Wv)
-        scale = 1 / math.sqrt(len(Wq[0]))
+        d_head = len(Wq[0])
+        scale = 1 / math.sqrt(d_head)
         raw_scores = [[s * scale for s in row] for row in matmul(q, transpose(k))]
-        allowed = causal_mask(len(x))
-        if mask == "causal":
-            scores = [[s if ok else -math.inf for s, ok in zip(row, ok_row)]
-                      for row, ok_row in zip(raw_scores, allowed)]
-        elif mask == "zero":        # the bug: exp(0.0 − max) is no 0, so the future gets weight
-            scores = [[s if ok else 0.0 for s, ok in zip(row, ok_row)]
-                      for row, ok_row in zip(raw_scores, allowed)]
+        if mask == "causal":        # position i reads 0…i: a later column j > i gets −∞
+            scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
+                      for i, row in enumerate(raw_scores)]
+        elif mask == "zero":        # the bug: exp(0.0 − max) is not 0, so the future gets weight
+            scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
+                      for i, row in enumerate(raw_scores)]
         else:                       # "none": nothing is masked, the future leaks
             scores = raw_scores
         weights = [softmax_row(row) for row in scores]
@@ -155,9 +157,10 @@ def attention_backward(params, x, cache, d_out):
     or the cache is not what attention_forward returned for these params and x."""
     with checks.backward_door(params, x, cache, d_out):
         Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-        q, k, v, weights, scale = (cache[name] for name in ("q", "k", "v", "weights", "scale"))
+        q, k, v, weights, mixed, scale = (cache[name] for name in
+                                          ("q", "k", "v", "weights", "mixed", "scale"))
         # forward: out = mixed·Wo
-        d_Wo = matmul(transpose(cache["mixed"]), d_out)
+        d_Wo = matmul(transpose(mixed), d_out)
         d_mixed = matmul(d_out, transpose(Wo))
         # forward: mixed = weights·v
         d_weights = matmul(d_mixed, transpose(v))
@@ -168,16 +171,17 @@ def attention_backward(params, x, cache, d_out):
             a_da = fsum(map(mul, a_row, da_row))
             d_scores.append([a * (da - a_da) for a, da in zip(a_row, da_row)])
         # forward: scores = raw_scores with the blocked entries replaced. A blocked score is a
-        # constant (−∞, or the bug's 0.0), not a function of q or k, so it gets no gradient.
+        # constant (−∞, or the bug's 0.0), not a function of q or k, so it gets no gradient. With
+        # −∞ its weight a is 0 and so is its d_scores already; the bug's 0.0 has a > 0.
         if cache["mask"] == "none":
             d_raw_scores = d_scores
         else:
-            d_raw_scores = [[d if ok else 0.0 for d, ok in zip(row, ok_row)]
-                            for row, ok_row in zip(d_scores, causal_mask(len(x)))]
-        # forward: raw_scores = q·kᵀ · scale
-        d_qk = [[d * scale for d in row] for row in d_raw_scores]
-        d_q = matmul(d_qk, k)
-        d_k = matmul(transpose(d_qk), q)
+            d_raw_scores = [[d if j <= i else 0.0 for j, d in enumerate(row)]
+                            for i, row in enumerate(d_scores)]
+        # forward: raw_scores = (q·kᵀ) · scale
+        d_qkT = [[d * scale for d in row] for row in d_raw_scores]      # dLoss/d(q·kᵀ)
+        d_q = matmul(d_qkT, k)
+        d_k = matmul(transpose(d_qkT), q)
         # forward: q = x·Wq, k = x·Wk, v = x·Wv; x reaches the output along all three paths
         x_T = transpose(x)
         grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),

@@ -34,8 +34,8 @@ _inside = threading.local()     # .depth > 0 while this thread runs a layer that
 
 
 def at_the_door(check, *args):
-    """Run check(*args) for a call from outside; inside a door (below), where the layer calls its
-    own helpers on what it has checked or built itself, do nothing."""
+    """Run check(*args), unless this thread runs inside() a layer that has checked its input: the
+    layer's own calls of the helpers, on what it checked or built itself, are not checked again."""
     if not getattr(_inside, "depth", 0):
         check(*args)
 
@@ -52,26 +52,28 @@ def inside():
 
 
 def forward_door(params, x, mask, modes):
-    """attention_forward's door: check what it is handed; then, when no product of the layer can
-    pass float range, run its lines inside() (else checked, so that the product is named)."""
+    """attention_forward's door: check what it is handed, then return inside(), so that the
+    layer's own calls of the helpers skip their checks, when no product of the layer can pass
+    float range; otherwise a context that changes nothing, so that each product is checked and an
+    overflow named."""
     check_forward(params, x, mask, modes)
     d_model, d_head = len(x[0]), len(params["Wq"][0])
     B = _largest_of(x, *_params_of(params).values())       # bounds every entry of x and params
-    q = d_model * B * B                                    # and of q, k and v
-    return _inside_when_below(q, d_head * q * q, d_head * q * B)
+    qkv_bound = d_model * B * B
+    return _inside_when_below(qkv_bound, d_head * qkv_bound * qkv_bound, d_head * qkv_bound * B)
 
 
 def backward_door(params, x, cache, d_out):
-    """attention_backward's door: check what it is handed; then, when no product of the backward
-    can pass float range, run its lines inside() (else checked, so that the product is named)."""
+    """attention_backward's door: as forward_door, for the products of the backward pass."""
     check_backward(params, x, cache, d_out)
     T, d_model, d_head = len(x), len(x[0]), len(params["Wq"][0])
     B = _largest_of(x, *_params_of(params).values(), *(cache[name] for name in "qkv"))
     D = _largest_of(d_out)
-    d_mixed = d_model * D * B
-    d_scores = 2 * d_head * d_mixed * B            # a·(da − Σ a·da), with 0 ≤ a ≤ 1 and Σ a = 1
-    d_qkv = T * max(d_scores, d_mixed) * B         # d_q, d_k, d_v
-    return _inside_when_below(T * B * D, d_scores, d_qkv, T * B * d_qkv, 3 * d_head * d_qkv * B)
+    d_mixed_bound = d_model * D * B
+    d_scores_bound = 2 * d_head * d_mixed_bound * B    # a·(da − Σ a·da), 0 ≤ a ≤ 1 and Σ a = 1
+    d_qkv_bound = T * max(d_scores_bound, d_mixed_bound) * B
+    return _inside_when_below(T * B * D, d_scores_bound, d_qkv_bound, T * B * d_qkv_bound,
+                              3 * d_head * d_qkv_bound * B)
 
 
 def _largest_of(*matrices):
