@@ -26,7 +26,7 @@ from math import fsum
 
 from attention import MASK_MODES, attention_forward, matmul
 from common import checks
-from common.core import attention_core
+from core.masked import attention_core
 from common.golden import rounded
 
 DIGITS = 4          # kv-cache-trace.json rounds as attention-trace.json does

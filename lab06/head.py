@@ -1,5 +1,5 @@
 """Lab 06's core, with a mask of your own: the lab's names for attention over an explicit
-boolean mask, each checked at its door, then computed by common/core.py's lines.
+boolean mask, each checked at its door, then computed by core/masked.py's lines.
 
     masked_softmax(scores, allowed)            one row's softmax, a blocked source (False) −∞ first
     attend(q, k, v, allowed, blocked_score)    scores, weights and mixed of q (T, d), k (S, d),
@@ -14,7 +14,7 @@ import math
 
 from attention import softmax_row
 from common import checks
-from common.core import attention_core, attention_core_backward
+from core.masked import attention_core, attention_core_backward
 
 
 def masked_softmax(scores, allowed):

@@ -420,10 +420,8 @@ class Grader(MessageAssertions, unittest.TestCase):
                         "output": cache["mixed"]}
         ''')
         with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the project's folder
-            shutil.copy(os.path.join(HERE, "attention.py"), tmp)
-            for folder in ("common", "lab06"):
-                shutil.copytree(os.path.join(HERE, folder), os.path.join(tmp, folder),
-                                ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(HERE, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+                ".git", "__pycache__", "tests", "*.png", "*.html", "*.svg"))
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)

@@ -353,7 +353,7 @@ class ReadmeIsTrue(unittest.TestCase):
         rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ")][1:]
         self.assertGreaterEqual(len(rows), 10)
         for idea, where, file in rows:
-            path = file.strip().strip("`").removesuffix(".py")     # common/core -> common.core
+            path = file.strip().strip("`").removesuffix(".py")     # core/masked -> core.masked
             module = importlib.import_module(path.replace("/", "."))
             for name in re.findall(r"`(\w+)`", where):
                 self.assertTrue(

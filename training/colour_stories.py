@@ -51,7 +51,7 @@ from math import fsum, sqrt
 from attention import add, attention_forward, init_attention, matmul, softmax_row, transpose
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
-from common.core import attention_core, attention_core_backward
+from core.masked import attention_core, attention_core_backward
 
 SEED = 1
 D_MODEL, D_HEAD = 12, 8

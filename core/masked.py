@@ -45,7 +45,7 @@ def attention_core_backward(cache, d_mixed):
     # a blocked score is a constant (−∞, or the bug's 0.0), not a function of q or k: no gradient
     d_raw_scores = [[d if ok else 0.0 for d, ok in zip(row, ok_row)]
                     for row, ok_row in zip(d_scores, allowed)]
-    d_qk = [[d * scale for d in row] for row in d_raw_scores]
-    d_q = matmul(d_qk, k)
-    d_k = matmul(transpose(d_qk), q)
+    d_qkT = [[d * scale for d in row] for row in d_raw_scores]      # dLoss/d(q·kᵀ)
+    d_q = matmul(d_qkT, k)
+    d_k = matmul(transpose(d_qkT), q)
     return d_q, d_k, d_v
