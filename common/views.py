@@ -50,7 +50,7 @@ def exact_fraction(x):
     (Fraction(1, 3), Fraction(2, 1), None)
     """
     try:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        if type(x) not in (float, int) or not math.isfinite(x):   # a bool or a subclass: None
             return None
     except OverflowError:         # an int no float can hold
         return None
@@ -140,12 +140,12 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
         if len(m) != rows or any(len(row) != cols for row in m):
             raise ValueError(f"{name} must be {rows} × {cols} to fit the labels, got {len(m)} rows "
                              f"of {sorted({len(row) for row in m})} entries")
-    if not all(isinstance(w, (int, float)) and math.isfinite(w) for row in weights for w in row):
+    if not all(type(w) in (float, int) and math.isfinite(w) for row in weights for w in row):
         raise ValueError("weights must be finite numbers, shaded from 0 to 1")
     if side is not None and len(side[1]) != rows:
         raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
     for name, marked in (("highlighted", highlight), ("side-highlighted", side_highlight)):
-        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < rows
+        if any(type(i) is not int or not 0 <= i < rows
                for i in marked):
             raise ValueError(f"{name} rows must be ints 0 to {rows - 1}, got {list(marked)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),

@@ -185,7 +185,7 @@ def intervene(changes, base, head=HEAD):
 
 def _position(n, what):
     """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""
-    if isinstance(n, bool) or not isinstance(n, int):
+    if type(n) is not int:
         raise TypeError(f"{what} must be a position counted from 1, an int, got "
                         f"{type(n).__name__} {n!r}")
 
