@@ -15,21 +15,26 @@ missing() says why no browser can run here (None when chromium and chromedriver 
 chromium, and every WebDriver command the tests do not use.
 """
 
-import base64
-import errno
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
-from urllib.parse import quote
 
-from common.cli import OneLineParser, guarded, save_view
-from common.safe_io import check_output_path
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import base64
+    import errno
+    import json
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    from common.cli import OneLineParser, check_outputs, guarded, integer, save_view
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SCREENSHOT = os.path.join("explorer", "attention-explorer.png")   # the picture the README shows
@@ -202,13 +207,14 @@ def main(argv=None):
     parser.add_argument("page", help="the HTML file")
     parser.add_argument("picture", help="the PNG to write")
     parser.add_argument("--fragment", default="", help="the state to open, e.g. mode=zero&row=2")
-    parser.add_argument("--width", type=int, default=880, help="in CSS pixels (default 880)")
+    parser.add_argument("--width", type=integer, default=880, help="in CSS pixels (default 880)")
     args = parser.parse_args(argv)
 
     def shoot():
         if not os.path.isfile(args.page):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
-        check_output_path(args.picture, SCREENSHOT)    # before a browser starts for nothing
+        check_outputs([("the picture", args.picture, SCREENSHOT)],    # before a browser
+                      [("the page", args.page)])                      # starts for nothing
         if not 200 <= args.width <= 4000:
             raise ValueError(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
         if missing():
@@ -219,4 +225,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too
