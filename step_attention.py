@@ -134,8 +134,7 @@ def _run(args):
         return write_or_check(to_json(kv_trace(sentence, tokens, params, x)), KV_TRACE_PATH,
                               args.write, args.check)
     for lines in watch(sentence, tokens, params, x, args.mask or "causal"):
-        show(lines + "\n")
-        sys.stdout.flush()
+        show(lines + "\n", flush=True)
     return 0
 
 

@@ -54,7 +54,8 @@ RUN_PATH = os.path.join(HERE, "training", "training-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 
 
-MAX_SEEDS = 1000       # --seeds N: N at most this (each seed trains for seconds)
+MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seconds)
+MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a step)
 
 
 def run_seeds(seeds, steps=STEPS):
@@ -121,7 +122,7 @@ def main(argv=None):
                        help="fail unless seed 1 trains as training-run.json records")
     parser.add_argument("--all-seeds", action="store_true",
                         help=f"with --check: check seeds 2…{RECORDED_SEEDS} too")
-    parser.add_argument("--steps", type=integer, help=f"default {STEPS}")
+    parser.add_argument("--steps", type=integer, help=f"default {STEPS}, at most {MAX_STEPS}")
     parser.add_argument("--seed", type=integer, help=f"default {SEED}")
     parser.add_argument("--seeds", type=integer, metavar="N",
                         help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
@@ -142,8 +143,9 @@ def main(argv=None):
     for name in ("steps", "seeds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.seeds is not None and args.seeds > MAX_SEEDS:
-        parser.error(f"--seeds trains at most {MAX_SEEDS} seeds, got {args.seeds}")
+    for name, limit in (("steps", MAX_STEPS), ("seeds", MAX_SEEDS)):
+        if getattr(args, name) is not None and getattr(args, name) > limit:
+            parser.error(f"--{name} must be at most {limit}, got {getattr(args, name)}")
     return guarded(lambda: _run(args))
 
 
@@ -204,8 +206,8 @@ def _write_or_check(write, all_seeds):
         rows = [seed_row(records[0])] + recorded_rows[1:]
     status = write_or_check(to_json({"run": records[0], "seeds": rows}), RUN_PATH, write, not write)
     if status == 0 and not (write or all_seeds):
-        print(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
-              f"--check --all-seeds trains them too)")
+        show(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
+             f"--check --all-seeds trains them too)\n")
     return status
 
 

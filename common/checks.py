@@ -144,6 +144,27 @@ def check_number(where, value, expected="a finite number"):
         raise ValueError(f"{where} must be {expected}, got {value!r}")
 
 
+class NotANumber(ValueError):
+    """A text that reads as a number no float can be: the message says why."""
+
+
+def float_of(text):
+    """The float a decimal text (ASCII, already matched: a flag's, or a JSON file's number) stands
+    for. Raises NotANumber, saying why, for one beyond float range (1e400) and one that is not 0
+    but that a float can hold only as 0 (1e-400): float() would give inf, or 0.0 without a word.
+
+    >>> float_of("2.5e-3")
+    0.0025
+    """
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotANumber(f"{text} is beyond float range (±{sys.float_info.max!r})")
+    if number == 0 and any(c in "123456789" for c in text.lower().partition("e")[0]):
+        raise NotANumber(f"{text} is below float range: it would be 0 (the smallest float is "
+                         f"{5e-324!r})")
+    return number
+
+
 def _short(value):
     """repr(value), cut to 60 characters: a message names what came, not all of it."""
     try:

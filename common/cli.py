@@ -15,20 +15,36 @@
 """
 
 import argparse
-import math
 import os
 import re
 import sys
 
 from common import safe_io
+from common.checks import NotANumber, float_of
 from common.safe_io import check_output_path, write_atomic
 
 
-def show(text):
-    """Write text to standard output; raises OSError when it is closed."""
+def show(text, flush=False):
+    """Write text to standard output, and flush it when asked (a line a person waits for); raises
+    OSError naming standard output when it is closed or cannot be written."""
     if sys.stdout is None:
         raise OSError("cannot print: standard output is closed")
-    sys.stdout.write(text)
+    _on_stdout(sys.stdout.write, text)
+    if flush:
+        _on_stdout(sys.stdout.flush)
+
+
+def _on_stdout(call, *args):
+    """call(*args), a write or flush of standard output. Its OSError (a full disk: /dev/full) says
+    that it was standard output, and nothing more goes there, so that Python's own flush at exit
+    cannot fail a second time. A broken pipe is guarded's."""
+    try:
+        call(*args)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise OSError(f"cannot write to standard output: {e.strerror or e}") from None
 
 
 def note(line):
@@ -46,8 +62,7 @@ class Report:
         self.lines = []
 
     def say(self, line=""):
-        show(line + "\n")
-        sys.stdout.flush()
+        show(line + "\n", flush=True)
         self.lines.append(line)
 
     def record(self, path):
@@ -132,10 +147,6 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
 
 
-class NotANumber(ValueError):
-    """A flag's text that reads as a number a float cannot be: the message says why."""
-
-
 def integer(text):
     """An int flag's text: ASCII digits (at most 30), an optional sign. int() takes more (other
     scripts' digits, 1_000, spaces), which a help never shows. Raises ValueError.
@@ -166,20 +177,17 @@ def decimal(text):
         raise NotANumber(f"{text} is not finite")
     if not _DECIMAL.fullmatch(text):
         raise ValueError(f"expected a decimal such as -1.5 or 1e-3, got {text!r}")
-    number = float(text)
-    if not math.isfinite(number):
-        raise NotANumber(f"{text} is beyond float range (±{sys.float_info.max!r})")
-    if number == 0 and any(c in "123456789" for c in text.lower().partition("e")[0]):
-        raise NotANumber(f"{text} is below float range: it would be 0 (the smallest float is "
-                         f"{5e-324!r})")
-    return number
+    return float_of(text)
 
 
 def guarded(action):
     """Run a command line's action and return its exit status; an error becomes one line on stderr,
     and so does a closed or broken standard output."""
     try:
-        return action()
+        status = action()
+        if sys.stdout is not None:
+            _on_stdout(sys.stdout.flush)      # what is still buffered fails here, not at exit
+        return status
     except BrokenPipeError:
         # the reader went away (`| head`): nothing more can be printed, and Python must not try to
         # flush into the broken pipe at exit

@@ -79,9 +79,12 @@ def _tracked(root):
 
 
 def _check_path(path):
-    """Raise TypeError unless path is a file name: a str or an os.PathLike (pathlib.Path)."""
+    """Raise TypeError unless path is a file name, a str or an os.PathLike (pathlib.Path), and
+    ValueError when it holds a NUL, which no file name can."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"a file name must be a str, got {type(path).__name__} {path!r:.60}")
+    if "\0" in os.fspath(path):
+        raise ValueError(f"a file name cannot hold a NUL character, got {os.fspath(path)!r:.60}")
 
 
 def check_output_path(path, own=None, others=()):

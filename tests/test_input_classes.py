@@ -4,6 +4,8 @@ that no test names is refused by the same line. The rules live in common/safe_io
 common/cli.py (command lines) and common/checks.py (numbers, sizes, indices)."""
 
 import builtins
+import contextlib
+import io
 import json
 import math
 import os
@@ -153,6 +155,12 @@ class WritesAndInterrupts(MessageAssertions, unittest.TestCase):
                            safe_io.write_atomic, "/dev/full", "x" * 100_000)
         self.assertOneLineError(run_main(ta.main, "--svg", "/dev/full"),
                                 "cannot write /dev/full: No space left on device")
+        err = io.StringIO()
+        with open("/dev/full", "w", encoding="utf-8") as full, \
+                contextlib.redirect_stdout(full), contextlib.redirect_stderr(err):
+            status = bpe.main(["encode", "mia"])       # standard output on a full disk
+        self.assertEqual((status, err.getvalue()), (1, "error: cannot write to standard "
+                                                       "output: No space left on device\n"))
 
     def test_ctrl_c_while_a_door_imports_or_reads_its_arguments_is_one_line_and_130(self):
         real_import = builtins.__import__
@@ -285,7 +293,8 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                 ("perturb_attention.py", ("--set-weights", "3=1/\u0662,1/2,0"), "takes"),
                 ("train_attention.py", ("--steps", "1_000"), "invalid integer value: '1_000'"),
                 ("train_attention.py", ("--seeds", "\u0661\u0660"), "invalid integer value"),
-                ("train_attention.py", ("--seeds", "100000"), "--seeds trains at most 1000"),
+                ("train_attention.py", ("--seeds", "100000"), "--seeds must be at most 1000"),
+                ("train_attention.py", ("--steps", "10000000"), "--steps must be at most"),
                 ("bpe.py", ("decode", "\u0665\u0668"), "invalid integer value"),
                 ("bpe.py", ("train", "c.txt", "--vocab-size", "1_0", "--out", "t.json"),
                  "invalid integer value")):
@@ -293,6 +302,11 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                 done = run_script(run, *args)
                 self.assertOneLineError(done, fragment)
                 self.assertEqual(done.returncode, 2)
+        with tempfile.TemporaryDirectory() as tmp:         # a head's numbers keep the rule
+            head = write(os.path.join(tmp, "h.json"), '{"X": [[1e-400, 0.0]], "WQ": [[1.0]], '
+                                                      '"WK": [[1.0]], "WV": [[1.0]]}')
+            self.assertOneLineError(run_script("perturb_attention.py", "--head", head),
+                                    "h.json: 1e-400 is below float range")
         self.assertEqual(cli.decimal("2.5e-3"), 0.0025)
         self.assertEqual(cli.decimal("0e-999"), 0.0)         # a zero is a zero
 
@@ -330,6 +344,7 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                  (None,)),
                 (TypeError, "a file name must be a str, got int", safe_io.write_atomic,
                  (3, "x")),
+                (ValueError, "a file name cannot hold a NUL", safe_io.read_text, ("a\0b",)),
                 (ValueError, "fraction's value must be a finite number, got nan",
                  explorer.fraction, (math.nan,)),
                 (ValueError, "ln2_multiple's score must be a finite number, got inf",
