@@ -136,6 +136,8 @@ def score_terms(q_i, k_j):
 def cell_lines(m, i, j, terms, rows, cols, side, exact):
     """How weights[i][j] of the map m comes about, and what it adds to row i of the side matrix,
     named side (mixed, or the lab's z). terms is row i's (max, exps, Σ): the softmax's steps."""
+    checks.check_index("i", i, len(rows), "a row of the map")
+    checks.check_index("j", j, len(cols), "a column of the map")
     top, exps, total = terms
     q, k, v, s = m["q"], m["k"], m["v"], m["scores"][i][j]
     I, J = subscript(i + 1), subscript(j + 1)
@@ -179,6 +181,7 @@ def cell_lines(m, i, j, terms, rows, cols, side, exact):
 
 def row_lines(m, i, side, exact):
     """Row i as a whole: its weights' sum, and the side row as the sum of what each source adds."""
+    checks.check_index("i", i, len(m["weights"]), "a row of the map")
     I = subscript(i + 1)
     weights, v = m["weights"][i], m["v"]
     line = [f"{side}{I} = Σ w × v = "]

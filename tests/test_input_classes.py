@@ -18,7 +18,7 @@ from unittest import mock
 from attention import (attention_forward, causal_mask, init_attention, matmul, softmax_row,
                        transpose)
 import bpe
-from common import checks, cli, gradcheck, safe_io
+from common import checks, cli, gradcheck, safe_io, views
 from explorer import page as explorer
 from kv_cache import step as kv
 from lab06 import attend
@@ -334,6 +334,10 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                            kv.matches_full_pass, given[2], full, -1)
         self.assertMessage(ValueError, "t must be a position of the full pass, 0 to 2, got 3",
                            kv.row_errors, given[2], full, 3)
+        self.assertMessage(ValueError, "a mark's row must be a row of the table, 0 to 0, got -1",
+                           views.text_table, ["a"], ["b"], [[1.0]], {-1: "◀"})
+        self.assertMessage(ValueError, "i must be a row of the map, 0 to 0, got -1",
+                           explorer.cell_lines, {}, -1, 0, None, ["a"], ["a"], "mixed", False)
 
     def test_sizes_and_arguments_of_the_wrong_kind_name_what_came(self):
         for error, fragment, call, args in (
