@@ -31,6 +31,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from urllib.parse import quote
 
     from common.cli import OneLineParser, check_outputs, guarded, integer, save_view
+    from common.safe_io import write_atomic
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)
@@ -157,8 +158,7 @@ class Browser:
         """The visible window as PNG bytes, also written to path when given."""
         png = base64.b64decode(self.command("GET", "/screenshot"))
         if path:
-            with open(path, "wb") as f:
-                f.write(png)
+            write_atomic(path, png)      # its errors name path, as every write's do
         return png
 
     def resize(self, width, height):
