@@ -103,6 +103,17 @@ class AnOutputIsNeverAnInput(MessageAssertions, unittest.TestCase):
             done = run_main(browser.main, page, page)
         self.assertOneLineError(done, "is also the page")
         shoot.assert_not_called()
+        shown_page, state, width = browser.SHOWN      # the README's picture's command
+        self.assertIn(f"python3 -m explorer.browser {shown_page} {browser.SCREENSHOT} --fragment "
+                      f"'{state}'", read(os.path.join(HERE, "explorer", "README.md")))
+        self.assertEqual(width, 880)
+        lesson_page = os.path.join(HERE, shown_page)
+        for args in ((page,), (lesson_page, "--fragment", "mode=none")):  # another page, state
+            with self.subTest(args=args), mock.patch.object(browser, "page_screenshot") as shoot:
+                done = run_main(browser.main, args[0], os.path.join(HERE, browser.SCREENSHOT),
+                                *args[1:])
+                self.assertOneLineError(done, "one of this folder's own files")
+                shoot.assert_not_called()
 
     def test_a_shipped_view_is_rewritten_only_with_its_recorded_content(self):
         """trace_attention.py --svg attention-weights.svg of another sentence, Lab 06's page of
