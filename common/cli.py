@@ -159,9 +159,6 @@ def integer(text):
     return int(text)
 
 
-integer.__name__ = "integer"      # argparse names the type in its refusal
-
-
 def decimal(text):
     """A number flag's text: an ASCII decimal such as -1.5, 2 or 1e-3. Raises NotANumber, saying
     why, for a number no float can be (1e400 beyond float range, 1e-400 below its smallest, nan,
