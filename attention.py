@@ -76,7 +76,7 @@ def add(*matrices):
 def init_attention(d_model, d_head, seed):
     """Wq, Wk, Wv of (d_model, d_head) and Wo of (d_head, d_model), drawn in that order, row by row,
     as round(uniform(-0.5, 0.5), 2) from random.Random(seed)."""
-    checks.check_sizes(d_model=d_model, d_head=d_head)
+    checks.check_made("Wq", d_model=d_model, d_head=d_head)
     rng = random.Random(seed)
 
     def draw(rows, cols):
@@ -109,7 +109,7 @@ def causal_mask(T):
     >>> causal_mask(3)
     [[True, False, False], [True, True, False], [True, True, True]]
     """
-    checks.check_sizes(T=T)
+    checks.check_length(T)
     return [[j <= i for j in range(T)] for i in range(T)]
 
 

@@ -24,20 +24,26 @@ This module does not handle characters outside the alphabet (they raise ValueErr
 nothing of bytes or Unicode normalization.
 """
 
-import contextlib
-import functools
-import gc
-import heapq
-import json
-import math
-import os
-import re
 import sys
-from collections import Counter, defaultdict
 
-from common.cli import OneLineParser, guarded, show
-from common.golden import to_json
-from common.safe_io import check_output_path, read_text, write_atomic
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import contextlib
+    import functools
+    import gc
+    import heapq
+    import json
+    import math
+    import os
+    import re
+    from collections import Counter, defaultdict
+
+    from common.cli import OneLineParser, check_outputs, guarded, integer, note, show
+    from common.golden import to_json
+    from common.safe_io import check_output_path, read_text, write_atomic
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 FORMAT_VERSION = 1
 CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers
@@ -233,7 +239,7 @@ class Tokenizer:
         if not isinstance(ids, (list, tuple)):
             raise TypeError(f"ids must be a list of ints, got {type(ids).__name__}")
         for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, int):
+            if type(i) is not int:
                 raise TypeError(f"id at position {position} must be an int, "
                                 f"got {type(i).__name__} {i!r}")
             if not 0 <= i < len(self.vocab):
@@ -262,8 +268,8 @@ class Tokenizer:
         ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long
         number, over-deep nesting, a file over the size cap included), and OSError when it cannot
         be read."""
+        text = read_text(path)          # raises TypeError for a path that is no file name
         name = os.path.basename(path)
-        text = read_text(path)
         try:
             data = json.loads(text)
         except RecursionError:
@@ -476,7 +482,7 @@ def _check_training_input(text, vocab_size):
     """Return the alphabet of text after checking the trainers' arguments."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+    if type(vocab_size) is not int:
         raise TypeError(f"vocab_size must be an int, "
                         f"got {type(vocab_size).__name__} {vocab_size!r}")
     if not text:
@@ -507,12 +513,12 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     train_cmd = commands.add_parser("train", help="learn merges from a UTF-8 text file")
     train_cmd.add_argument("file")
-    train_cmd.add_argument("--vocab-size", type=int, required=True)
+    train_cmd.add_argument("--vocab-size", type=integer, required=True)
     train_cmd.add_argument("--out", required=True, help="where to save the tokenizer (JSON)")
     encode_cmd = commands.add_parser("encode", help="show the tokens of a text with their ids")
     encode_cmd.add_argument("text")
     decode_cmd = commands.add_parser("decode", help="turn ids back into text")
-    decode_cmd.add_argument("ids", nargs="+", type=int)
+    decode_cmd.add_argument("ids", nargs="+", type=integer)
     for cmd in (encode_cmd, decode_cmd):
         cmd.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"),
                          help="a saved tokenizer (default: the lesson's tokenizer.json)")
@@ -522,13 +528,13 @@ def main(argv=None):
 
 def _run(args):
     if args.command == "train":
-        check_output_path(args.out)
+        check_outputs([("--out", args.out, None)], [("the training text", args.file)])
         text = read_text(args.file, limit=MAX_TRAINING_BYTES)   # as it is: CR and CRLF unchanged
         report = None
         if len(text) > PROGRESS_ABOVE:
             def report(n):
                 if n % PROGRESS_EVERY == 0 or n == args.vocab_size:
-                    print(f"training: {n}/{args.vocab_size} tokens", file=sys.stderr, flush=True)
+                    note(f"training: {n}/{args.vocab_size} tokens")
         tok = train(text, args.vocab_size, progress=report)
         tok.save(args.out)
         show(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} "
@@ -544,4 +550,4 @@ def _run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

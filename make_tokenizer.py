@@ -13,12 +13,18 @@ lesson does not quote are this reconstruction's own.
 Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
 """
 
-import os
 import sys
 
-from bpe import Tokenizer
-from common.cli import OneLineParser, guarded
-from common.golden import to_json, write_or_check
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import os
+
+    from bpe import Tokenizer
+    from common.cli import OneLineParser, guarded
+    from common.golden import to_json, write_or_check
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "tokenizer.json")
@@ -80,4 +86,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

@@ -30,18 +30,24 @@ follows them. Every number goes through `attend`, the core the lesson's layer us
 number as a fraction only where it lies within 1e-12 of one with a denominator of at most 100.
 """
 
-import argparse
-import math
-import os
-import re
 import sys
 
-from common.cli import guarded, parse_trace_args, save_view, show, trace_parser
-from common.golden import rounded, to_json, write_or_check
-from common.views import heatmaps_svg, number, panel, text_table
-from lab06 import lab as lab06
-from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
-from lab06.page import lab_page
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import argparse
+    import math
+    import os
+
+    from common.cli import (NotANumber, check_outputs, decimal, guarded, integer, parse_trace_args,
+                            save_views, show, trace_parser)
+    from common.golden import rounded, to_json, write_or_check
+    from common.views import heatmaps_svg, number, panel, text_table
+    from lab06 import lab as lab06
+    from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
+    from lab06.page import lab_page
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab06", "perturb-trace.json")
 PAGE = os.path.join("lab06", "lab06-explorer.html")     # the view --html records
@@ -189,39 +195,27 @@ def _flagged(flag, text, change):
     return flagged_change
 
 
-class _NotANumber(ValueError):
-    """A part of a flag's text that reads as a number a float cannot be: the reason is its text."""
-
-
 def _why(error):
-    """": 1e400 is beyond float range (…)" for a _NotANumber, nothing for another ValueError."""
-    return f": {error}" if isinstance(error, _NotANumber) else ""
+    """": 1e400 is beyond float range (…)" for a NotANumber, nothing for another ValueError."""
+    return f": {error}" if isinstance(error, NotANumber) else ""
 
 
 def _numbers(text):
-    """"1,-2,3/8" -> [1.0, -2.0, 0.375]: decimals, or fractions of two integers of at most 30
-    digits. Raises ValueError for anything else, and _NotANumber, saying why, for a zero
-    denominator or a number that is not finite (1e400, beyond float range; nan; inf)."""
+    """"1,-2,3/8" -> [1.0, -2.0, 0.375]: ASCII decimals (cli.decimal), or fractions of two
+    integers of at most 30 digits. Raises ValueError for anything else, and NotANumber, saying
+    why, for a zero denominator or a number that is not finite (1e400, beyond float range; nan;
+    inf) or that no float can hold but as 0 (1e-400)."""
     numbers = []
     for part in text.split(","):
         top, slash, bottom = part.strip().partition("/")
         if slash:
-            if not (_INTEGER.fullmatch(top) and _INTEGER.fullmatch(bottom)):
-                raise ValueError(text)
-            if int(bottom) == 0:
-                raise _NotANumber(f"{part.strip()} divides by zero")
-            number = int(top) / int(bottom)
+            top, bottom = integer(top), integer(bottom)
+            if bottom == 0:
+                raise NotANumber(f"{part.strip()} divides by zero")
+            numbers.append(top / bottom)
         else:
-            number = float(part)
-        if not math.isfinite(number):
-            why = ("is not a number" if math.isnan(number) else "is not finite"
-                   if "inf" in part.lower() else f"is beyond float range (±{sys.float_info.max!r})")
-            raise _NotANumber(f"{part.strip()} {why}")
-        numbers.append(number)
+            numbers.append(decimal(part))
     return numbers
-
-
-_INTEGER = re.compile(r"[+-]?\d{1,30}")
 
 
 def _position_then_numbers(text):
@@ -229,7 +223,7 @@ def _position_then_numbers(text):
     position, found, rest = text.partition("=")
     if not found:
         raise ValueError(text)
-    return int(position), _numbers(rest)
+    return integer(position), _numbers(rest)
 
 
 def _position_then_number(text):
@@ -240,13 +234,13 @@ def _position_then_number(text):
 
 
 def _two_positions(text):
-    i, j = (int(n) for n in text.split(","))
+    i, j = (integer(n) for n in text.split(","))
     return i, j
 
 
 # flag: (its text, what it changes, an example, the change its text makes); positions from 1
 CHANGE_FLAGS = {
-    "--ablate-value": ("J", "v_J := 0", "2", lambda t: lab06.ablate_value(int(t))),
+    "--ablate-value": ("J", "v_J := 0", "2", lambda t: lab06.ablate_value(integer(t))),
     "--set-query": ("I=a,b,...", "q_I := [a, b, ...]", "3=1,0",
                     lambda t: lab06.set_query(*_position_then_numbers(t))),
     "--scale-key": ("J=c", "k_J := c·k_J", "3=2",
@@ -350,6 +344,8 @@ def main(argv=None):
 
 
 def _run(args):
+    check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE)],
+                  [("--head", args.head), ("--grade", args.grade)])
     if args.scaffold is not None:
         from lab06 import grader as grade_lab06    # here: only these two flags need the grader
         show(grade_lab06.scaffold(args.scaffold) + "\n")
@@ -370,10 +366,9 @@ def _run(args):
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
-    if args.svg is not None:
-        save_view(args.svg, lab_svg(result, head, changes), None)
-    if args.html is not None:
-        save_view(args.html, lab_page(result, head, changes), PAGE)
+    save_views([(args.svg, args.svg and lab_svg(result, head, changes), None, None),
+                (args.html, args.html and lab_page(result, head, changes), PAGE,
+                 lambda: lab_page(lab06.lab(), HEAD, ()))])
     if args.table:
         show(lab_table(result, head, changes, args.baseline))
     if args.svg is not None or args.table or args.html is not None:
@@ -386,4 +381,4 @@ def _run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

@@ -17,17 +17,24 @@ not; with no mask or the zero-score bug a later token changes the earlier rows, 
 cannot know.
 """
 
-import json
-import os
 import sys
-from textwrap import fill
 
-from attention import MASK_MODES, attention_forward
-from common.cli import OneLineParser, guarded, show
-from common.golden import to_json, write_or_check
-from common.safe_io import read_text
-from common.views import text_table, token_labels
-from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import json
+    import os
+    from textwrap import fill
+
+    from attention import MASK_MODES, attention_forward
+    from common import checks
+    from common.cli import OneLineParser, guarded, show
+    from common.golden import to_json, write_or_check
+    from common.safe_io import read_text
+    from common.views import text_table, token_labels
+    from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON_TRACE_PATH = os.path.join(HERE, "attention-trace.json")
@@ -38,19 +45,30 @@ MODES = {"causal": "the causal mask", "none": "no mask", "zero": "the zero-score
 
 def recorded_lesson(path=LESSON_TRACE_PATH):
     """(sentence, tokens, params, x) from the lesson's recorded trace. Raises ValueError naming the
-    file when it is not such a trace."""
+    file when it is not such a trace: not a JSON object, a key missing, or a sentence, tokens,
+    params or x that the layer or the view would refuse (that refusal, said of the file)."""
     name = os.path.basename(path)
     try:
         trace = json.loads(read_text(path))
-        lesson = trace["sentence"], trace["tokens"], trace["params"], trace["x"]
+        if type(trace) is not dict:
+            raise TypeError(f"expected a JSON object, got {type(trace).__name__}")
+        sentence, tokens, params, x = (trace[key] for key in ("sentence", "tokens", "params", "x"))
+        if type(sentence) is not str:
+            raise TypeError(f"the sentence must be a str, got {type(sentence).__name__}")
+        token_labels(tokens)                        # a list of token strings
+        d_model, _ = checks.check_params(params)
+        rows, _ = checks.check_matrix("x", x, cols=d_model, label="input")
+        if rows != len(tokens):
+            raise ValueError(f"expected one row of x per token, got {rows} rows and "
+                             f"{len(tokens)} tokens")
+        attention_forward(params, x)                # numbers the layer can run on
+    except RecursionError:
+        raise ValueError(f"{name} is nested too deeply to be the lesson's recorded trace: run "
+                         f"trace_attention.py --write") from None
     except (ValueError, KeyError, TypeError) as e:     # not JSON, or JSON that is not a trace
         raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
                          f"run trace_attention.py --write") from None
-    _, tokens, _, x = lesson
-    if not (isinstance(tokens, list) and isinstance(x, list) and len(tokens) == len(x)):
-        raise ValueError(f"{name} is not the lesson's recorded trace: expected one row of x per "
-                         f"token: run trace_attention.py --write")
-    return lesson
+    return sentence, tokens, params, x
 
 
 def watch(sentence, tokens, params, x, mask="causal"):
@@ -116,10 +134,9 @@ def _run(args):
         return write_or_check(to_json(kv_trace(sentence, tokens, params, x)), KV_TRACE_PATH,
                               args.write, args.check)
     for lines in watch(sentence, tokens, params, x, args.mask or "causal"):
-        show(lines + "\n")
-        sys.stdout.flush()
+        show(lines + "\n", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

@@ -18,21 +18,27 @@ which output rows move, and checks the hand-written backward pass against centra
 loss Σ out·r.
 """
 
-import argparse
-import math
-import os
-import random
 import sys
-from math import fsum
 
-from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
-from bpe import Tokenizer, chunks
-from common.checks import check_matrix, check_sizes
-from common.cli import guarded, parse_trace_args, save_view, show, trace_parser
-from common.golden import changed_rows, rounded, to_json, write_or_check
-from common.gradcheck import central_differences, max_err
-from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
-from explorer.page import lesson_page
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import argparse
+    import math
+    import os
+    import random
+    from math import fsum
+
+    from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
+    from bpe import Tokenizer, chunks
+    from common.checks import check_made, check_matrix
+    from common.cli import check_outputs, guarded, parse_trace_args, save_views, show, trace_parser
+    from common.golden import changed_rows, rounded, to_json, write_or_check
+    from common.gradcheck import central_differences, max_err
+    from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
+    from explorer.page import lesson_page
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 D_MODEL = 4
 D_HEAD = 2
@@ -51,8 +57,8 @@ PAGE = os.path.join("explorer", "attention-explorer.html")   # from the project 
 def _table(rows, seed):
     """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed), drawn row by row.
     Raises ValueError unless rows is an int of at least 1 and seed an int."""
-    check_sizes(rows=rows)
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    check_made("the table", rows=rows, d_model=D_MODEL)
+    if type(seed) is not int:
         raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     rng = random.Random(seed)
     return [[round(rng.uniform(-1, 1), 2) for _ in range(D_MODEL)] for _ in range(rows)]
@@ -234,6 +240,13 @@ def weights_svg(sentence=SENTENCE, tokenizer=None):
                                      f"weights, seed {SEED}.")
 
 
+def explorer_page(sentence=SENTENCE, tokenizer=None):
+    """The explorer page (explorer/page.py) of the three mask modes, for any sentence."""
+    tokenizer, params, embedding = lesson_setup(tokenizer)
+    _, x = inputs(tokenizer, sentence, embedding)
+    return lesson_page(params, x, tokenizer.tokens(sentence), sentence)
+
+
 def edited(sentence):
     """The default edit of --sentence: its last word replaced by "hat", as the lesson replaces
     "ball". Raises ValueError when there is no word, or the last word is "hat" already."""
@@ -279,6 +292,8 @@ def _names(text):
 
 
 def _run(args):
+    check_outputs([("--svg", args.svg, FIGURE), ("--html", args.html, PAGE)],
+                  [("--tokenizer", args.tokenizer)])
     tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer else None
     sentence = SENTENCE if args.sentence is None else args.sentence
     if args.changed is not None:
@@ -288,11 +303,9 @@ def _run(args):
     tokenizer, params, embedding = lesson_setup(tokenizer)
     _, x = inputs(tokenizer, sentence, embedding)      # both sentences checked before any output
     inputs(tokenizer, changed, embedding, "the edited sentence")
-    if args.svg is not None:
-        save_view(args.svg, weights_svg(sentence, tokenizer), FIGURE)
-    if args.html is not None:
-        page = lesson_page(params, x, tokenizer.tokens(sentence), sentence)
-        save_view(args.html, page, PAGE)
+    save_views([(args.svg, args.svg and weights_svg(sentence, tokenizer), FIGURE, weights_svg),
+                (args.html, args.html and explorer_page(sentence, tokenizer), PAGE,
+                 explorer_page)])
     if args.table:
         run = attention_forward(params, x) if "mixed" in args.show else None   # not recorded
         show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
@@ -303,4 +316,4 @@ def _run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

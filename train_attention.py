@@ -25,20 +25,27 @@ The stories use the words of COLOURS, NAMES and OBJECTS; a story may use others,
 What it leaves out is colour_stories.py's: batches, dropout, normalization, a second layer.
 """
 
-import json
-import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 
-from attention import causal_mask
-from common.cli import OneLineParser, guarded, save_view, show
-from common.golden import to_json, write_or_check
-from common.safe_io import read_text
-from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
-                                     STEPS, encode_question, held_out_table, make_tokenizer,
-                                     predict, run, seed_row, seeds_header, seeds_line, stories,
-                                     train_model)
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import json
+    import os
+    import signal
+    from concurrent.futures import ProcessPoolExecutor
+
+    from attention import causal_mask
+    from common.cli import OneLineParser, check_outputs, guarded, integer, note, save_view, show
+    from common.golden import to_json, write_or_check
+    from common.safe_io import read_text
+    from common.views import heatmaps_svg, panel, text_table, token_labels
+    from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
+                                         STEPS, encode_question, held_out_table, make_tokenizer,
+                                         predict, run, seed_row, seeds_header, seeds_line, stories,
+                                         train_model)
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
 
@@ -47,10 +54,23 @@ RUN_PATH = os.path.join(HERE, "training", "training-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 
 
+MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seconds)
+MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a step)
+
+
 def run_seeds(seeds, steps=STEPS):
-    """The records of several seeds, trained side by side on every core, in the order of seeds."""
-    with ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1)) as pool:
+    """The records of several seeds, trained side by side on every core, in the order of seeds.
+    Ctrl-C is this process's alone: the workers ignore it, and are stopped with the pool."""
+    pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
+                               initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    try:
         yield from (record for record, _ in pool.map(run, seeds, [steps] * len(seeds)))
+    except BaseException:       # Ctrl-C or an error: the seeds under way are stopped, not awaited
+        for process in getattr(pool, "_processes", {}).values():  # no public way before 3.14
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def summary(record, seconds):
@@ -102,9 +122,10 @@ def main(argv=None):
                        help="fail unless seed 1 trains as training-run.json records")
     parser.add_argument("--all-seeds", action="store_true",
                         help=f"with --check: check seeds 2…{RECORDED_SEEDS} too")
-    parser.add_argument("--steps", type=int, help=f"default {STEPS}")
-    parser.add_argument("--seed", type=int, help=f"default {SEED}")
-    parser.add_argument("--seeds", type=int, metavar="N", help="train seeds 1…N, a row each")
+    parser.add_argument("--steps", type=integer, help=f"default {STEPS}, at most {MAX_STEPS}")
+    parser.add_argument("--seed", type=integer, help=f"default {SEED}")
+    parser.add_argument("--seeds", type=integer, metavar="N",
+                        help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
     parser.add_argument("--story", metavar="TEXT",
                         help="a story ending with its question (\"… the ball is\") to answer")
     parser.add_argument("--svg", metavar="FILE", help="draw the recorded figure")
@@ -122,18 +143,27 @@ def main(argv=None):
     for name in ("steps", "seeds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    for name, limit in (("steps", MAX_STEPS), ("seeds", MAX_SEEDS)):
+        if getattr(args, name) is not None and getattr(args, name) > limit:
+            parser.error(f"--{name} must be at most {limit}, got {getattr(args, name)}")
     return guarded(lambda: _run(args))
 
 
 def _progress(step, loss):
-    print(f"step {step}: loss {loss}", file=sys.stderr, flush=True)
+    note(f"step {step}: loss {loss}")
 
 
 def _run(args):
     seed = SEED if args.seed is None else args.seed
     steps = STEPS if args.steps is None else args.steps
     if args.svg is not None:
-        save_view(args.svg, example_svg(_recorded()["run"]), FIGURE)
+        check_outputs([("--svg", args.svg, FIGURE)])
+        try:
+            svg = example_svg(_recorded()["run"])
+        except (KeyError, TypeError, ValueError) as e:    # a record that is no run's
+            raise ValueError(f"training-run.json does not hold the recorded run's example "
+                             f"({type(e).__name__}: {e}): run --write") from None
+        save_view(args.svg, svg, FIGURE)
     elif args.write or args.check:
         return _write_or_check(args.write, args.all_seeds)
     elif args.seeds is not None:
@@ -176,10 +206,10 @@ def _write_or_check(write, all_seeds):
         rows = [seed_row(records[0])] + recorded_rows[1:]
     status = write_or_check(to_json({"run": records[0], "seeds": rows}), RUN_PATH, write, not write)
     if status == 0 and not (write or all_seeds):
-        print(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
-              f"--check --all-seeds trains them too)")
+        show(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
+             f"--check --all-seeds trains them too)\n")
     return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

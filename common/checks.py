@@ -5,6 +5,12 @@ raises TypeError for a value of the wrong kind and ValueError for a wrong shape,
 with a message that names what was expected and what came ("each input row must have 4 numbers,
 got 3 in row 0").
 
+A number is a plain float or int, its type exactly one of those: a subclass (numpy's float64 is
+one) can redefine `*` or `<` and lie to every check, so it is refused with a TypeError that says
+to convert it with float(); a bool is refused too. A size is checked against its limit before
+anything of that size is made: MAX_POSITIONS positions for a sequence (the layer's (T, T) maps),
+MAX_ENTRIES entries for any other matrix a function makes (such as matmul's product).
+
 The numbers are checked where they come in: attention_forward's params and x, attend's q, k, v and
 mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) are public
 too, and a learner calls them directly, so each checks what it is handed: its shapes, that every
@@ -26,6 +32,10 @@ import threading
 from itertools import chain
 
 _PLAIN_NUMBERS = {float, int}
+
+MAX_POSITIONS = 4096       # the longest sequence: the layer's (T, T) maps then hold 2**24 entries
+MAX_ENTRIES = 2 ** 24      # the most entries of a matrix a function makes: 16,777,216 floats,
+                           # about 0.5 GB as Python lists, and minutes of work
 
 
 # ---- once, at the door -------------------------------------------------------------------------
@@ -119,9 +129,14 @@ def check_matrix(name, m, cols=None, label=None):
 
 
 def check_number(where, value, expected="a finite number"):
-    """Raise unless value is a finite int or float (not a bool), naming where it stands."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{where} must be a number, got {type(value).__name__} {value!r}")
+    """Raise unless value is a finite int or float (of exactly that type: not a bool, not a
+    subclass), naming where it stands."""
+    if type(value) not in _PLAIN_NUMBERS:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise TypeError(f"{where} must be a plain float or int, got {type(value).__name__} "
+                            f"{_short(value)}: a subclass may redefine its arithmetic; convert it "
+                            f"with float()")
+        raise TypeError(f"{where} must be a number, got {type(value).__name__} {_short(value)}")
     try:
         finite = math.isfinite(value)
     except OverflowError:
@@ -129,6 +144,66 @@ def check_number(where, value, expected="a finite number"):
                          f"{value.bit_length()} bits") from None
     if not finite:
         raise ValueError(f"{where} must be {expected}, got {value!r}")
+
+
+class NotANumber(ValueError):
+    """A text that reads as a number no float can be: the message says why."""
+
+
+def float_of(text):
+    """The float a decimal text (ASCII, already matched: a flag's, or a JSON file's number) stands
+    for. Raises NotANumber, saying why, for one beyond float range (1e400) and one that is not 0
+    but that a float can hold only as 0 (1e-400): float() would give inf, or 0.0 without a word.
+
+    >>> float_of("2.5e-3")
+    0.0025
+    """
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotANumber(f"{text} is beyond float range (±{sys.float_info.max!r})")
+    if number == 0 and any(c in "123456789" for c in text.lower().partition("e")[0]):
+        raise NotANumber(f"{text} is below float range: it would be 0 (the smallest float is "
+                         f"{5e-324!r})")
+    return number
+
+
+def _short(value):
+    """repr(value), cut to 60 characters: a message names what came, not all of it."""
+    try:
+        text = repr(value)
+    except Exception:           # a repr that raises is the value's own fault; say what it is
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def check_index(name, value, size, what="an index"):
+    """Raise unless value is an int 0 to size − 1 (not a bool): an index into size things, where
+    Python's own would take −1 for the last one and say nothing.
+
+    >>> check_index("answer", 3, 3, "a token id")
+    Traceback (most recent call last):
+    ValueError: answer must be a token id, 0 to 2, got 3
+    """
+    if type(value) is not int:
+        raise TypeError(f"{name} must be {what}, an int 0 to {size - 1}, got "
+                        f"{type(value).__name__} {_short(value)}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be {what}, 0 to {size - 1}, got {value}")
+
+
+def check_positions(T):
+    """Raise unless T positions is within MAX_POSITIONS: the layer makes (T, T) maps."""
+    if T > MAX_POSITIONS:
+        raise ValueError(f"a sequence of {T} positions is longer than the layer takes: at most "
+                         f"MAX_POSITIONS = {MAX_POSITIONS} (its (T, T) maps would hold {T * T} "
+                         f"entries)")
+
+
+def check_entries(name, rows, cols):
+    """Raise unless a (rows, cols) matrix to be made is within MAX_ENTRIES entries."""
+    if rows * cols > MAX_ENTRIES:
+        raise ValueError(f"{name} would be ({rows}, {cols}), {rows * cols} entries: at most "
+                         f"MAX_ENTRIES = {MAX_ENTRIES} entries")
 
 
 def _plain_matrix(m, cols):
@@ -165,15 +240,17 @@ def check_rows(name, a):
 
 
 def check_matmul(a, b):
-    """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, and
-    no sum of m products can go beyond float range (m · max|a| · max|b| stays below it), so the
-    product needs no check after. Raises ValueError naming both shapes, or the entry."""
+    """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, the
+    product within MAX_ENTRIES, and no sum of m products can go beyond float range (m · max|a| ·
+    max|b| stays below it), so the product needs no check after. Raises TypeError for sides that
+    are not lists of rows, ValueError naming both shapes (an empty side too), or the entry."""
     for name, m in (("left", a), ("right", b)):
-        if type(m) is not list or not m or set(map(type, m)) != {list}:
+        if type(m) is not list or not set(map(type, m)) <= {list}:
             raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
-                            f"the {name} side is not a non-empty list of rows")
-    if set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
+                            f"the {name} side is not a list of rows")
+    if not a or not b or set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
         raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
+    check_entries("matmul's product", len(a), len(b[0]))
     sizes = [_magnitude(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
     if len(b) * sizes[0] * sizes[1] <= sys.float_info.max:      # Σ|a|·Σ|b| bounds every sum
         return
@@ -289,18 +366,31 @@ def check_masked_softmax(scores, allowed):
 
 
 def check_sizes(**sizes):
-    """Raise unless each size is an int of at least 1."""
+    """Raise unless each size is an int (exactly: not a bool) of at least 1."""
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        if type(value) is not int:
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {_short(value)}")
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+def check_length(T):
+    """causal_mask's door: T an int of at least 1 and at most MAX_POSITIONS."""
+    check_sizes(T=T)
+    check_positions(T)
+
+
+def check_made(name, **sizes):
+    """Raise unless the two sizes (rows, cols) of the matrix name, to be made, are ints of at
+    least 1 and their product within MAX_ENTRIES."""
+    check_sizes(**sizes)
+    check_entries(name, *sizes.values())
 
 
 def check_params(params):
     """Return (d_model, d_head) of a params dict, or raise naming the missing or misfitting
     matrix."""
-    if not isinstance(params, dict):
+    if type(params) is not dict:    # a subclass could hand the check one matrix, the layer another
         raise TypeError(f"params must be a dict with Wq, Wk, Wv and Wo, "
                         f"got {type(params).__name__}")
     missing = [name for name in ("Wq", "Wk", "Wv", "Wo") if name not in params]
@@ -328,8 +418,10 @@ def check_params(params):
 
 def check_forward(params, x, mask, modes):
     """attention_forward's door: a mask mode of modes, fitting params, x of (T, d_model) numbers."""
-    if not isinstance(mask, str) or mask not in modes:
+    if type(mask) is not str or mask not in modes:
         raise ValueError(f"mask must be one of {modes}, got {mask!r}")
+    if type(x) is list:
+        check_positions(len(x))         # before any (T, T) map is made
     if _plain_layer(params, x):
         return
     d_model, _ = check_params(params)
@@ -361,14 +453,15 @@ def check_head(q, k, v, allowed, blocked_score):
     T, d = check_matrix("q", q)
     S, d_k = check_matrix("k", k)
     S_v, _ = check_matrix("v", v)
+    check_positions(max(T, S))          # the scores and weights are (T, S)
     if d_k != d:
         raise ValueError(f"query and key widths must match: q is ({T}, {d}), k is ({S}, {d_k})")
     if S_v != S:
         raise ValueError(f"keys and values must be as many: k has {S} rows, v has {S_v}")
     check_allowed(allowed, T, S)
-    if isinstance(blocked_score, bool) or not isinstance(blocked_score, (int, float)):
+    if type(blocked_score) not in _PLAIN_NUMBERS:
         raise TypeError(f"blocked_score must be -inf or a finite number, got "
-                        f"{type(blocked_score).__name__} {blocked_score!r}")
+                        f"{type(blocked_score).__name__} {_short(blocked_score)}")
     if blocked_score != -math.inf:
         check_number("blocked_score", blocked_score, "-inf or a finite number")
 
@@ -425,7 +518,7 @@ def sealed(cache, params=None, x=None):
 def _check_seal(cache, keys, made_by):
     """Raise unless cache is a dict made_by returned, with every key and no entry changed since
     (compared by value: −0.0 for 0.0 changes no result)."""
-    if not isinstance(cache, dict):
+    if type(cache) is not dict:
         raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
     missing = [key for key in keys + ("seal",) if key not in cache]
     if missing:
@@ -443,8 +536,8 @@ def _check_seal(cache, keys, made_by):
 def check_backward(params, x, cache, d_out):
     """attention_backward's door: params and x as for the forward, the cache attention_forward
     returned for exactly these params and x and unchanged since, d_out of out's shape."""
-    seal = cache.get("seal") if isinstance(cache, dict) else None
-    if not (isinstance(seal, Seal) and isinstance(params, dict) and x == seal.x and
+    seal = cache.get("seal") if type(cache) is dict else None
+    if not (isinstance(seal, Seal) and type(params) is dict and x == seal.x and
             {name: params.get(name) for name in seal.params} == seal.params):
         check_params(params)            # what is wrong with them is named first
         check_matrix("x", x, cols=len(params["Wq"]), label="input")
@@ -483,11 +576,12 @@ def check_step(params, x_t, kv):
     (checked in full at the first step, then compared with the seal's copy), and x_t one input
     row of d_model finite numbers."""
     _check_kv(kv, params)
+    check_positions(len(kv["k"]) + 1)
     d_model = len(params["Wq"])
     if _plain_matrix([x_t], d_model):
         return
-    if not isinstance(x_t, list) or any(isinstance(value, list) for value in x_t):
-        got = f"a {_shape_text(x_t)} matrix" if isinstance(x_t, list) else type(x_t).__name__
+    if type(x_t) is not list or any(isinstance(value, list) for value in x_t):
+        got = f"a {_shape_text(x_t)} matrix" if type(x_t) is list else type(x_t).__name__
         raise TypeError(f"x_t must be one input row, a list of {d_model} numbers, got {got}: "
                         f"pass x[t], not x")
     if len(x_t) != d_model:
@@ -498,7 +592,7 @@ def check_step(params, x_t, kv):
 
 def _check_kv(kv, params):
     """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params."""
-    if not isinstance(kv, dict):
+    if type(kv) is not dict:
         raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
                         f"{type(kv).__name__}")
     missing = [name for name in ("k", "v") if name not in kv]
@@ -506,7 +600,7 @@ def _check_kv(kv, params):
         raise ValueError(f"kv must have 'k' and 'v', {_FRESH_KV} at the start; it has no "
                          f"{', '.join(missing)}")
     for name in ("k", "v"):
-        if not isinstance(kv[name], list):
+        if type(kv[name]) is not list:
             raise TypeError(f"kv[{name!r}] must be a list of rows, got {type(kv[name]).__name__}")
     if not kv["k"] and not kv["v"]:     # an empty cache is the right start for any params
         check_params(params)
@@ -515,7 +609,7 @@ def _check_kv(kv, params):
     if not isinstance(seal, Seal) or seal.params is None:
         raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
                          f"start from {_FRESH_KV}")
-    if not isinstance(params, dict) or {name: params.get(name) for name in seal.params} != \
+    if type(params) is not dict or {name: params.get(name) for name in seal.params} != \
             seal.params:
         check_params(params)            # a bad matrix is named first
         raise ValueError(f"kv was built by attention_step for other params (or params were "

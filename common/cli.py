@@ -2,24 +2,56 @@
 
     OneLineParser                     argparse, but a bad argument is one line on stderr (exit 2)
     trace_parser, parse_trace_args    the arguments of the two trace command lines
-    guarded(action), fail(message)    an error becomes one line on stderr and exit status 1
+    guarded(action), fail(message)    an error becomes one line on stderr and exit status 1;
+                                      Ctrl-C is one line and exit status 130
     show(text)                        print, or an OSError when standard output is closed
-    save_view(path, text)             --svg: write a view the user asked for, and say so
+    note(line)                        a line on stderr (progress), or nothing when it is closed
+    check_outputs(outputs, inputs)    before any work: no output is an input, another output or a
+                                      shipped file
+    save_view(path, text, own, recorded)  --svg: write a view the user asked for, and say so
+    save_views(views)                 several, all checked before the first is written
+    integer(text), decimal(text)      a number flag's text: ASCII digits as the help shows them
     Report                            a benchmark's lines, printed and kept for --record
 """
 
 import argparse
 import os
+import re
 import sys
 
+from common import safe_io
+from common.checks import NotANumber, float_of
 from common.safe_io import check_output_path, write_atomic
 
 
-def show(text):
-    """Write text to standard output; raises OSError when it is closed."""
+def show(text, flush=False):
+    """Write text to standard output, and flush it when asked (a line a person waits for); raises
+    OSError naming standard output when it is closed or cannot be written."""
     if sys.stdout is None:
         raise OSError("cannot print: standard output is closed")
-    sys.stdout.write(text)
+    _on_stdout(sys.stdout.write, text)
+    if flush:
+        _on_stdout(sys.stdout.flush)
+
+
+def _on_stdout(call, *args):
+    """call(*args), a write or flush of standard output. Its OSError (a full disk: /dev/full) says
+    that it was standard output, and nothing more goes there, so that Python's own flush at exit
+    cannot fail a second time. A broken pipe is guarded's."""
+    try:
+        call(*args)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise OSError(f"cannot write to standard output: {e.strerror or e}") from None
+
+
+def note(line):
+    """Write a line to stderr (progress, a warning), or nothing when stderr is closed: print's
+    file=None would put it on standard output, among the results."""
+    if sys.stderr is not None:
+        print(line, file=sys.stderr, flush=True)
 
 
 class Report:
@@ -30,8 +62,7 @@ class Report:
         self.lines = []
 
     def say(self, line=""):
-        show(line + "\n")
-        sys.stdout.flush()
+        show(line + "\n", flush=True)
         self.lines.append(line)
 
     def record(self, path):
@@ -43,7 +74,7 @@ class OneLineParser(argparse.ArgumentParser):
     message."""
 
     def error(self, message):
-        print(f"error: {message} (see --help)", file=sys.stderr)
+        note(f"error: {message} (see --help)")
         sys.exit(2)
 
 
@@ -73,20 +104,87 @@ def parse_trace_args(parser, argv, other_inputs=()):
     return args
 
 
-def save_view(path, text, own):
+def check_outputs(outputs, inputs=()):
+    """Refuse, before any work, an output that is empty, a folder, a shipped file other than its
+    own view, an input or another output. outputs: (flag, path, own) triples, inputs (flag, path)
+    pairs; a path of None is a flag not given."""
+    named = [(flag, path) for flag, path, _ in outputs] + list(inputs)
+    for flag, path, own in outputs:
+        if path is not None:
+            check_output_path(path, own, [(other, p) for other, p in named if other != flag])
+
+
+def save_view(path, text, own, recorded=None):
     """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so.
     Refuses an empty path, a folder and the project's own files, but own: the view the command
-    records itself (a path from the project folder)."""
-    check_output_path(path, own)
-    write_atomic(path, text)
-    show(f"wrote {path}\n")
+    records itself (a path from the project folder), and that one only with the text recorded()
+    gives (the view of the recorded inputs): a view of other inputs goes elsewhere."""
+    save_views([(path, text, own, recorded)])
+
+
+def save_views(views):
+    """save_view for each of views, (path, text, own, recorded) each, a path of None skipped: all
+    of them checked before the first is written."""
+    views = [view for view in views if view[0] is not None]
+    for path, text, own, recorded in views:
+        check_output_path(path, own)
+        if own is not None and recorded is not None and _is_own(path, own) and \
+                text != recorded():
+            raise ValueError(f"{path} is the recorded view of this command's default inputs: "
+                             f"write a view of other inputs somewhere else")
+    for path, text, _, _ in views:
+        write_atomic(path, text)
+        show(f"wrote {path}\n")
+
+
+def _is_own(path, own):
+    return os.path.realpath(path) == os.path.realpath(os.path.join(safe_io.HERE, own))
+
+
+# ---- number flags: ASCII decimals, as the help writes them ----------------------------------
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
+
+
+def integer(text):
+    """An int flag's text: ASCII digits (at most 30), an optional sign. int() takes more (other
+    scripts' digits, 1_000, spaces), which a help never shows. Raises ValueError.
+
+    >>> integer("-12")
+    -12
+    """
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(f"expected an integer of ASCII digits such as 12, got {text!r}")
+    return int(text)
+
+
+def decimal(text):
+    """A number flag's text: an ASCII decimal such as -1.5, 2 or 1e-3. Raises NotANumber, saying
+    why, for a number no float can be (1e400 beyond float range, 1e-400 below its smallest, nan,
+    inf), and ValueError for any other text.
+
+    >>> decimal("1e-3"), decimal("-.5")
+    (0.001, -0.5)
+    """
+    text, word = text.strip(), text.strip().lower().lstrip("+-")
+    if word == "nan":
+        raise NotANumber(f"{text} is not a number")
+    if word in ("inf", "infinity"):
+        raise NotANumber(f"{text} is not finite")
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(f"expected a decimal such as -1.5 or 1e-3, got {text!r}")
+    return float_of(text)
 
 
 def guarded(action):
     """Run a command line's action and return its exit status; an error becomes one line on stderr,
     and so does a closed or broken standard output."""
     try:
-        return action()
+        status = action()
+        if sys.stdout is not None:
+            _on_stdout(sys.stdout.flush)      # what is still buffered fails here, not at exit
+        return status
     except BrokenPipeError:
         # the reader went away (`| head`): nothing more can be printed, and Python must not try to
         # flush into the broken pipe at exit
@@ -105,14 +203,18 @@ def guarded(action):
     except RecursionError:
         return fail("a file is nested too deeply to read")
     except KeyboardInterrupt:      # Ctrl-C: a write under way has already put the old file back
-        fail("interrupted")
-        return 130
+        return interrupted()
     except MemoryError:
         return fail("out of memory: the input is too large")
 
 
 def fail(message):
     """Print one line to stderr, no traceback, and return the exit status 1."""
-    if sys.stderr is not None:
-        print(f"error: {message}", file=sys.stderr)
+    note(f"error: {message}")
     return 1
+
+
+def interrupted():
+    """Ctrl-C's one line, and its exit status: 130, as a shell gives a process SIGINT ended."""
+    fail("interrupted")
+    return 130

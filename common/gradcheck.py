@@ -13,7 +13,12 @@ dropped path, a missing 1/√d) misses by far more.
 
 import math
 
+from common.checks import check_matrix
+
 EPS = 1e-6       # the lesson's ε
+MIN_EPS, MAX_EPS = 1e-10, 1.0      # below: rounding (1e-16 / eps) swamps the difference
+RESOLVED = 1e-10   # eps must be at least this much of an entry's size, or m ± eps rounds back to
+                   # m (1e10 + 1e-6 is 1e10 + 0 or one ulp of 1.9e-6) and the gradient is noise
 
 
 def central_differences(f, matrix, eps=EPS):
@@ -23,11 +28,14 @@ def central_differences(f, matrix, eps=EPS):
     >>> central_differences(lambda: w[0][0] ** 2, w := [[3.0]])  # d(w²)/dw = 2w = 6
     [[6.000000000838668]]
 
-    Raises ValueError for an eps that is not a finite number above 0, a matrix whose rows are one
-    list repeated (a change to one would change them all), or an f that gives no finite number.
+    Raises ValueError for an eps outside MIN_EPS…MAX_EPS or too small for an entry (below
+    |entry|·RESOLVED), a matrix whose rows are one list repeated (a change to one would change
+    them all), or an f that gives no finite float or int (True is no loss).
     """
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
-        raise ValueError(f"eps must be a finite number above 0, got {eps!r}")
+    if type(eps) not in (float, int) or not MIN_EPS <= eps <= MAX_EPS:
+        raise ValueError(f"eps must be a finite number above 0, {MIN_EPS} to {MAX_EPS} (the "
+                         f"lesson's is {EPS}), got {type(eps).__name__} {eps!r}")
+    check_matrix("matrix", matrix)
     if len({id(row) for row in matrix}) != len(matrix):
         raise ValueError("central_differences needs rows that are separate lists; these repeat "
                          "one list (as [row] * n does): copy them first")
@@ -35,6 +43,10 @@ def central_differences(f, matrix, eps=EPS):
     for i, row in enumerate(matrix):
         grad_row = []
         for j, saved in enumerate(row):
+            if abs(saved) * RESOLVED > eps:
+                raise ValueError(f"eps {eps!r} is too small for entry [{i}][{j}] = {saved!r}: "
+                                 f"expected eps of at least |entry|·{RESOLVED} = "
+                                 f"{abs(saved) * RESOLVED:.3g}, or the step is lost to rounding")
             try:
                 row[j] = saved + eps
                 up = f()
@@ -42,7 +54,7 @@ def central_differences(f, matrix, eps=EPS):
                 down = f()
             finally:
                 row[j] = saved
-            if not all(isinstance(y, (int, float)) and math.isfinite(y) for y in (up, down)):
+            if not all(type(y) in (float, int) and math.isfinite(y) for y in (up, down)):
                 raise ValueError(f"f must give a finite number, got {up!r} and {down!r} around "
                                  f"entry [{i}][{j}]")
             grad_row.append((up - down) / (2 * eps))

@@ -1,17 +1,23 @@
 """Reading and writing files so that nothing is lost: size-limited reads and atomic writes.
 
-    read_text(path)                   a UTF-8 file of at most 8 MB, or a ValueError naming it
+    read_text(path)                   a UTF-8 file of at most 8 MB, a leading byte-order mark
+                                      removed, or a ValueError naming it
     write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
                                       interrupted write leaves the old file as it was
-    check_output_path(path, own)      refuse an empty path and the project's own files (but the
-                                      view own, which the command asking writes itself)
+    check_output_path(path, own, others)  refuse an empty path, the project's own files (but the
+                                      view own, which the command asking writes itself) and any
+                                      other file the command reads or writes
     project_files()                   the project's files: `git ls-files`, or the tree
 
-Every recorded file, saved tokenizer, SVG and benchmark record goes through write_atomic.
+Every file the project reads goes through read_text, and every recorded file, saved tokenizer, SVG
+and benchmark record through write_atomic. A write that was killed (SIGKILL, a power cut) leaves
+its temporary file, named after its target and its process: the next write to that target removes
+it.
 """
 
 import contextlib
 import functools
+import hashlib
 import os
 import signal
 import stat
@@ -39,8 +45,11 @@ def project_files(root=None):
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):
-    """The UTF-8 text of a file, read whole only when it is at most limit bytes. Raises ValueError
-    naming the file when it is larger or not UTF-8, and OSError when it cannot be read."""
+    """The UTF-8 text of a file, read whole only when it is at most limit bytes, without the
+    byte-order mark some editors put first (U+FEFF is no character of the text). Raises TypeError
+    for a path that is not a file name, ValueError naming the file when it is larger or not UTF-8,
+    and OSError when it cannot be read."""
+    _check_path(path)
     name = os.path.basename(path) or path
     if os.path.exists(path) and stat.S_ISFIFO(os.stat(path).st_mode):
         raise ValueError(f"{name} is a pipe: expected a file (a pipe with no writer never ends)")
@@ -49,7 +58,7 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
     if len(data) > limit:
         raise ValueError(f"{name} is larger than {limit // 2 ** 20} MB: expected a smaller file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is "
                          f"{data[e.start]:#04x}") from None
@@ -69,12 +78,23 @@ def _tracked(root):
                      if name)
 
 
-def check_output_path(path, own=None):
-    """Refuse an empty output path, a folder, the folder's git history, and any of the project's
+def _check_path(path):
+    """Raise TypeError unless path is a file name, a str or an os.PathLike (pathlib.Path), and
+    ValueError when it holds a NUL, which no file name can."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"a file name must be a str, got {type(path).__name__} {path!r:.60}")
+    if "\0" in os.fspath(path):
+        raise ValueError(f"a file name cannot hold a NUL character, got {os.fspath(path)!r:.60}")
+
+
+def check_output_path(path, own=None, others=()):
+    """Refuse an empty output path, a folder, the folder's git history, any of the project's
     own files (project_files) but own: the view (a path from the project folder, such as
-    "attention-weights.svg") that the command asking writes itself. A view is no golden file, and
-    one view is not another."""
-    if not path:
+    "attention-weights.svg") that the command asking writes itself, and any of others: (name,
+    path) pairs of the other files the command reads or writes (None for one it does not), which
+    an output must not replace. A view is no golden file, and one view is not another."""
+    _check_path(path)
+    if not os.fspath(path):
         raise ValueError("the output path is empty: expected a file name")
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder: expected a file name")
@@ -82,6 +102,21 @@ def check_output_path(path, own=None):
     if target.split(os.sep)[0] == ".git" or (target != own and target in project_files()):
         raise ValueError(f"{path} is one of this folder's own files: write yours somewhere "
                          f"else")
+    for name, other in others:
+        if other is not None and _same_file(path, other):
+            raise ValueError(f"{path} is also {name}: an output must not replace an input or "
+                             f"another output; write it somewhere else")
+
+
+def _same_file(a, b):
+    """True when paths a and b name one regular file (or would: a file not yet written). Two
+    writes to one device or pipe (/dev/stdout twice) replace nothing."""
+    for path in (a, b):
+        if os.path.exists(path) and not os.path.isfile(path):
+            return False
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)           # hard links too
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def write_atomic(path, text):
@@ -91,21 +126,26 @@ def write_atomic(path, text):
     written to directly. The temporary file is removed on any error and on SIGTERM, SIGHUP or
     Ctrl-C. A file without write permission is not replaced. Raises OSError naming path when it
     cannot be written."""
+    _check_path(path)
     if os.path.isdir(path):
         raise OSError(f"cannot write {path}: it is a folder")
     if os.path.isfile(path) and not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP
                                                              | stat.S_IWOTH):
         raise OSError(f"cannot write {path}: the file is read-only")
     if os.path.exists(path) and not os.path.isfile(path):
-        with _open_for(path, text) as f:
-            f.write(text)
+        try:
+            with _open_for(path, text) as f:
+                f.write(text)
+        except OSError as e:        # /dev/full: "No space left on device", and which
+            raise OSError(f"cannot write {path}: {e.strerror or e}") from None
         return
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise OSError(f"cannot write {path}: the folder {folder} does not exist")
+    _remove_stale(folder, _temporary_key(target))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temporary_key(target)}{os.getpid()}-", dir=folder)
     except OSError as e:
         raise OSError(f"cannot write {path}: {e.strerror}") from None
     try:
@@ -122,6 +162,44 @@ def write_atomic(path, text):
         if isinstance(e, OSError):
             raise OSError(f"cannot write {path}: {e.strerror or e}") from None
         raise
+
+
+def _temporary_key(target):
+    """The start of every temporary file's name for target: ".tmp-", target's name (its first 60
+    characters, and a digest of the whole, so that a long name still fits), then the process id.
+
+    >>> _temporary_key("/tmp/trace.json")
+    '.tmp-trace.json-c02eb2db-'
+    """
+    name = os.path.basename(target)
+    return f".tmp-{name[:60]}-{hashlib.sha256(os.fsencode(name)).hexdigest()[:8]}-"
+
+
+def _remove_stale(folder, key):
+    """Remove the temporary files for one target that a write killed before its cleanup left: those
+    whose process no longer runs. A write under way in another process keeps its file."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(key):].partition("-")[0]
+        if name.startswith(key) and pid.isascii() and pid.isdigit() and not _running(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+
+
+def _running(pid):
+    """True when a process of that id runs (or may: one of another user's)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
 
 
 def _open_for(file, text):

@@ -20,6 +20,8 @@ from collections import Counter
 import textwrap
 from xml.sax.saxutils import escape as _escape
 
+from common.checks import check_index
+
 MASKED_FILL = "url(#masked)"
 ZEROED_FILL = "url(#zeroed)"
 MAX_WIDTH = 900        # a figure's panels wrap to new rows beyond this width, about a README's
@@ -50,7 +52,7 @@ def exact_fraction(x):
     (Fraction(1, 3), Fraction(2, 1), None)
     """
     try:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        if type(x) not in (float, int) or not math.isfinite(x):   # a bool or a subclass: None
             return None
     except OverflowError:         # an int no float can hold
         return None
@@ -104,11 +106,14 @@ def number(value, decimals=4):
 def text_table(row_labels, col_labels, matrix, marks=None):
     """Rows of text, every column right-aligned to its widest entry. An entry is a number (4
     decimals, None as −∞) or a string shown as is; marks: {row: text} shown after a row. Raises
-    ValueError unless matrix has one row per row label and one entry per column label."""
+    ValueError unless matrix has one row per row label and one entry per column label, and each
+    mark's row is one of them (0 to rows − 1)."""
     if len(matrix) != len(row_labels) or any(len(row) != len(col_labels) for row in matrix):
         raise ValueError(f"text_table needs {len(row_labels)} rows of {len(col_labels)} entries "
                          f"to fit the labels, got rows of "
                          f"{[len(row) for row in matrix][:8]} entries")
+    for row in marks or {}:            # a mark on row −1 or 99 would be dropped without a word
+        check_index("a mark's row", row, len(matrix), "a row of the table")
     cells = [[""] + list(col_labels)] + [[r] + [v if isinstance(v, str) else number(v) for v in row]
                                          for r, row in zip(row_labels, matrix)]
     widths = [max(len(row[c]) for row in cells) for c in range(len(cells[0]))]
@@ -140,12 +145,12 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
         if len(m) != rows or any(len(row) != cols for row in m):
             raise ValueError(f"{name} must be {rows} × {cols} to fit the labels, got {len(m)} rows "
                              f"of {sorted({len(row) for row in m})} entries")
-    if not all(isinstance(w, (int, float)) and math.isfinite(w) for row in weights for w in row):
+    if not all(type(w) in (float, int) and math.isfinite(w) for row in weights for w in row):
         raise ValueError("weights must be finite numbers, shaded from 0 to 1")
     if side is not None and len(side[1]) != rows:
         raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
     for name, marked in (("highlighted", highlight), ("side-highlighted", side_highlight)):
-        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < rows
+        if any(type(i) is not int or not 0 <= i < rows
                for i in marked):
             raise ValueError(f"{name} rows must be ints 0 to {rows - 1}, got {list(marked)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),

@@ -15,24 +15,43 @@ missing() says why no browser can run here (None when chromium and chromedriver 
 chromium, and every WebDriver command the tests do not use.
 """
 
-import base64
-import errno
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
-from urllib.parse import quote
 
-from common.cli import OneLineParser, guarded, save_view
-from common.safe_io import check_output_path
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import base64
+    import errno
+    import json
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    from common.cli import OneLineParser, check_outputs, guarded, integer, save_view
+    from common import safe_io
+    from common.safe_io import write_atomic
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SCREENSHOT = os.path.join("explorer", "attention-explorer.png")   # the picture the README shows
+SHOWN = (os.path.join("explorer", "attention-explorer.html"), "mode=zero&row=2&col=4", 880)
+#        the page, state and width of that picture: the one command that may rewrite it
+
+
+def own_picture(page, fragment, width):
+    """SCREENSHOT when page, fragment and width are the README's picture's (SHOWN), else None: a
+    picture of another page or state is no reason to replace the one the README shows."""
+    shown_page = os.path.join(safe_io.HERE, SHOWN[0])
+    same_page = os.path.isfile(page) and os.path.isfile(shown_page) and \
+        os.path.samefile(page, shown_page)
+    return SCREENSHOT if same_page and (fragment, width) == SHOWN[1:] else None
+
 # Headless, and nothing that reaches for the network: this machine's network is closed, and a page
 # under test must not need it.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -152,8 +171,7 @@ class Browser:
         """The visible window as PNG bytes, also written to path when given."""
         png = base64.b64decode(self.command("GET", "/screenshot"))
         if path:
-            with open(path, "wb") as f:
-                f.write(png)
+            write_atomic(path, png)      # its errors name path, as every write's do
         return png
 
     def resize(self, width, height):
@@ -194,7 +212,7 @@ def page_screenshot(page, picture, fragment="", width=880):
         b.resize(width, height + frame)      # the window's size counts its frame; the page's not
         b.wait_for(lambda: b.run("return innerHeight") >= height, "the window to grow")
         png = b.screenshot()
-    save_view(picture, png, SCREENSHOT)
+    save_view(picture, png, own_picture(page, fragment, width))
 
 
 def main(argv=None):
@@ -202,13 +220,15 @@ def main(argv=None):
     parser.add_argument("page", help="the HTML file")
     parser.add_argument("picture", help="the PNG to write")
     parser.add_argument("--fragment", default="", help="the state to open, e.g. mode=zero&row=2")
-    parser.add_argument("--width", type=int, default=880, help="in CSS pixels (default 880)")
+    parser.add_argument("--width", type=integer, default=880, help="in CSS pixels (default 880)")
     args = parser.parse_args(argv)
 
     def shoot():
         if not os.path.isfile(args.page):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
-        check_output_path(args.picture, SCREENSHOT)    # before a browser starts for nothing
+        check_outputs([("the picture", args.picture,                  # before a browser
+                        own_picture(args.page, args.fragment, args.width))],  # starts for
+                      [("the page", args.page)])                              # nothing
         if not 200 <= args.width <= 4000:
             raise ValueError(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
         if missing():
@@ -219,4 +239,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

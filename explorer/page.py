@@ -35,6 +35,7 @@ from fractions import Fraction
 from math import fsum
 
 from attention import MASK_MODES, attention_forward, causal_mask
+from common import checks
 from common.golden import changed_rows
 from common.views import (HIGHLIGHT, MAX_DENOMINATOR, MAX_TOKENS, TOLERANCE, _colour,
                           exact_fraction, number, subscript, token_labels)
@@ -60,6 +61,7 @@ def fraction(value):
     >>> fraction(0.25), fraction(1 / 3), fraction(0.1 + 0.2), fraction(math.sqrt(2))
     (('1/4', '='), ('1/3', '='), ('3/10', '≈'), None)
     """
+    checks.check_number("fraction's value", value)
     f = exact_fraction(value)
     if f is None:
         return None
@@ -73,6 +75,7 @@ def ln2_multiple(score):
     >>> ln2_multiple(2 * LN2), ln2_multiple(LN2 * 0.7 / 0.1), ln2_multiple(0.5)
     (('2·ln 2', '='), ('7·ln 2', '≈'), None)
     """
+    checks.check_number("ln2_multiple's score", score)
     m = Fraction(score / LN2).limit_denominator(MAX_DENOMINATOR)
     back = float(m) * LN2
     if m == 0 or abs(Fraction(back) - Fraction(score)) > TOLERANCE:
@@ -116,6 +119,7 @@ def softmax_terms(scores_row):
     >>> softmax_terms([0.0, math.log(2), -math.inf])
     (0.6931471805599453, [0.5, 1.0, 0.0], 1.5)
     """
+    checks.check_scores_row(scores_row)
     top = max(scores_row)
     exps = [math.exp(s - top) for s in scores_row]
     return top, exps, fsum(exps)
@@ -124,12 +128,16 @@ def softmax_terms(scores_row):
 def score_terms(q_i, k_j):
     """(products, scale) of one score, the steps attention_core takes: q_i[c]·k_j[c] for each c,
     and 1/√d; fsum(products) · scale is the score, to the last bit."""
+    checks.check_matrix("q_i", [q_i])
+    checks.check_matrix("k_j", [k_j], cols=len(q_i), label="k_j")
     return [a * b for a, b in zip(q_i, k_j)], 1 / math.sqrt(len(q_i))
 
 
 def cell_lines(m, i, j, terms, rows, cols, side, exact):
     """How weights[i][j] of the map m comes about, and what it adds to row i of the side matrix,
     named side (mixed, or the lab's z). terms is row i's (max, exps, Σ): the softmax's steps."""
+    checks.check_index("i", i, len(rows), "a row of the map")
+    checks.check_index("j", j, len(cols), "a column of the map")
     top, exps, total = terms
     q, k, v, s = m["q"], m["k"], m["v"], m["scores"][i][j]
     I, J = subscript(i + 1), subscript(j + 1)
@@ -173,6 +181,7 @@ def cell_lines(m, i, j, terms, rows, cols, side, exact):
 
 def row_lines(m, i, side, exact):
     """Row i as a whole: its weights' sum, and the side row as the sum of what each source adds."""
+    checks.check_index("i", i, len(m["weights"]), "a row of the map")
     I = subscript(i + 1)
     weights, v = m["weights"][i], m["v"]
     line = [f"{side}{I} = Σ w × v = "]

@@ -85,6 +85,7 @@ def matches_full_pass(step, full, t):
     result on a sequence that t is a position of), compared with ==: the same q, k, v, mixed and
     out, the same scores and weights on positions 0…t, and after t only −∞ scores and weights
     of exactly 0.0."""
+    _check_row(step, full, t)
     later = len(full["weights"][t]) - (t + 1)
     return (all(step[name] == full[name][t] for name in ("q", "k", "v", "mixed", "out"))
             and step["scores"] + [float("-inf")] * later == full["scores"][t]
@@ -95,8 +96,24 @@ def row_errors(step, full, t):
     """(weight on unseen tokens, largest out difference) of row t: the full pass's weight on the
     positions after t, which a cache had not seen when it gave row t, and the largest
     |step − full pass| among row t's out."""
+    _check_row(step, full, t)
     return (fsum(full["weights"][t][t + 1:]),
             max(abs(a - b) for a, b in zip(step["out"], full["out"][t])))
+
+
+def _check_row(step, full, t):
+    """Raise unless full is a full pass's result, t one of its positions and step a step's result
+    at t (t + 1 weights): a negative t would read the last row."""
+    names = ("q", "k", "v", "scores", "weights", "mixed", "out")
+    for what, result, made_by in (("step", step, "attention_step"),
+                                  ("full", full, "attention_forward")):
+        if type(result) is not dict or any(name not in result for name in names):
+            raise TypeError(f"{what} must be what {made_by} returned, a dict of "
+                            f"{', '.join(names)}, got {type(result).__name__}")
+    checks.check_index("t", t, len(full["weights"]), "a position of the full pass")
+    if len(step["weights"]) != t + 1:
+        raise ValueError(f"step must be attention_step's result at position t = {t}, with {t + 1} "
+                         f"weights, got {len(step['weights'])}")
 
 
 def what_a_cache_gets_wrong(params, x, mask):
@@ -121,6 +138,7 @@ def cache_multiply_adds(T, d_model, d_head):
     >>> cache_multiply_adds(T=2, d_model=4, d_head=2)
     76
     """
+    checks.check_sizes(T=T, d_model=d_model, d_head=d_head)
     return 4 * T * d_model * d_head + d_head * T * (T + 1)
 
 
@@ -133,6 +151,7 @@ def recompute_multiply_adds(T, d_model, d_head):
     >>> recompute_multiply_adds(T=2, d_model=4, d_head=2)
     116
     """
+    checks.check_sizes(T=T, d_model=d_model, d_head=d_head)
     return 2 * d_model * d_head * T * (T + 1) + d_head * T * (T + 1) * (2 * T + 1) // 3
 
 

@@ -43,7 +43,7 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common.checks import check_allowed, check_matrix, check_number
+from common.checks import NotANumber, check_allowed, check_matrix, check_number, float_of
 from lab06.head import attend, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
@@ -185,7 +185,7 @@ def intervene(changes, base, head=HEAD):
 
 def _position(n, what):
     """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""
-    if isinstance(n, bool) or not isinstance(n, int):
+    if type(n) is not int:
         raise TypeError(f"{what} must be a position counted from 1, an int, got "
                         f"{type(n).__name__} {n!r}")
 
@@ -388,9 +388,11 @@ def read_head(path):
     name = os.path.basename(path)
     text = read_text(path)                # its own errors name the file
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=float_of)     # 1e-400 is refused, not read as 0
     except RecursionError:
         raise ValueError(f"{name} is nested too deeply to be a head") from None
+    except NotANumber as e:
+        raise ValueError(f"{name}: {e}") from None
     except ValueError as e:
         raise ValueError(f"{name} is not valid JSON: {e}") from None
     if not isinstance(data, dict):

@@ -72,7 +72,7 @@ def run_process(script, *args):
 _COMPILED = {}
 
 
-def run_script(script, *args, folder=None, cwd=None, stdout_closed=False):
+def run_script(script, *args, folder=None, cwd=None, stdout_closed=False, stderr_closed=False):
     """Run a script of this folder as `python3 script *args` would, in this process: a fresh
     __main__ namespace each time, sys.argv set, output captured, SystemExit caught. The modules it
     imports are this process's. With folder, the script's __file__ lies there, so the files it finds
@@ -87,17 +87,18 @@ def run_script(script, *args, folder=None, cwd=None, stdout_closed=False):
     sys.argv = [script, *args]
     try:
         return run_main(lambda _: exec(_COMPILED[path], namespace), cwd=cwd,
-                        stdout_closed=stdout_closed)
+                        stdout_closed=stdout_closed, stderr_closed=stderr_closed)
     finally:
         sys.argv = argv
 
 
-def run_main(main, *args, cwd=None, stdout_closed=False):
+def run_main(main, *args, cwd=None, stdout_closed=False, stderr_closed=False):
     """Run a command line's main(argv) in this process, as the script would run: returns an object
     with returncode, stdout and stderr. An exception escaping main fails the test: the script would
     have shown a traceback. stdout_closed: sys.stdout is None, as Python makes it when the script
-    starts with its standard output closed (`>&-`)."""
-    out, err, code = (None if stdout_closed else io.StringIO()), io.StringIO(), None
+    starts with its standard output closed (`>&-`); stderr_closed the same for stderr (`2>&-`)."""
+    out, code = (None if stdout_closed else io.StringIO()), None
+    err = None if stderr_closed else io.StringIO()
     here = os.getcwd()
     try:
         if cwd:
@@ -109,4 +110,5 @@ def run_main(main, *args, cwd=None, stdout_closed=False):
                 code = exit_.code
     finally:
         os.chdir(here)
-    return subprocess.CompletedProcess(args, code, out.getvalue() if out else "", err.getvalue())
+    return subprocess.CompletedProcess(args, code, out.getvalue() if out else "",
+                                       err.getvalue() if err else "")

@@ -51,6 +51,7 @@ from math import fsum, sqrt
 from attention import add, attention_forward, init_attention, matmul, softmax_row, transpose
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
+from common import checks
 from core.masked import attention_core, attention_core_backward
 
 SEED = 1
@@ -272,6 +273,7 @@ def loss_and_grads(params, prompt, answer):
     attention_backward gives with dLoss/d(out) zero except in the question's row, bit for bit
     (test_training checks it), without computing the rows of zeros."""
     fw = forward(params, prompt)
+    checks.check_index("answer", answer, len(fw["logits"]), "a token id")   # −1: the last token
     x, row, out = fw["x"], fw["row"], fw["out"]
     probs = softmax_row(fw["logits"])
     d_logits = list(probs)                               # d loss / d logits = softmax − one-hot
