@@ -272,11 +272,14 @@ def _draw_side(side, x, y, cell, font, decimals):
     return out
 
 
-def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
+MASKED_LEGEND = "masked: the score is −∞, so the weight is exactly 0, not a small weight"
+
+
+def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_LEGEND):
     """One self-contained SVG: the panels in rows no wider than max_width (about a README's
-    width), a legend for masked and zeroed cells and for the future outline, and an optional note
-    line. Raises ValueError for no panels, TypeError for a panel that panel() did not make or a
-    note that is not text."""
+    width), a legend for hatched cells (hatched_legend: what they mean, masked by default) and
+    zeroed ones and for the future outline, and an optional note line. Raises ValueError for no
+    panels, TypeError for a panel that panel() did not make or a note that is not text."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
     if not all(isinstance(p, dict) and "weights" in p for p in panels):
@@ -293,8 +296,7 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
         x += width + 24
         row_height, widest = max(row_height, height), max(widest, x - 24)
     legend_y = y + row_height + 8
-    legends = [(MASKED_FILL, "legend", "masked: the score is −∞, so the weight is exactly 0, not a "
-                                       "small weight")]
+    legends = [(MASKED_FILL, "legend", hatched_legend)]
     if any(any(any(row) for row in p["zeroed"]) for p in panels):
         legends.append((ZEROED_FILL, "legend", "zeroed after the softmax: the future was in the "
                                                "denominator all the same"))
