@@ -123,15 +123,16 @@ def text_table(row_labels, col_labels, matrix, marks=None):
 
 
 def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle="", zeroed=None,
-          side=None, future=False, side_highlight=(), mark="◀ changed"):
+          side=None, future=False, side_highlight=(), mark="◀ changed",
+          axes=("columns: attends to →", "rows: output for ↑")):
     """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the mask blocks the
     pair; highlight: row indices to outline; subtitle: a line under the title; zeroed (T, S) of
     bool, True where a weight was set to 0 after the softmax (marked apart from masked cells); side:
     (name, matrix of T rows) printed beside the map, such as the output Z, its rows in
-    side_highlight outlined; future: outline the
-    cells above the diagonal, where a causal model must put no weight; mark: the words beside an
-    outlined row. Raises ValueError when the
-    labels, weights and marks do not fit together, or a side is longer than MAX_TOKENS."""
+    side_highlight outlined; future: outline the cells above the diagonal, where a causal model
+    must put no weight; mark: the words beside an outlined row; axes: what the columns and the
+    rows are (an attention map's, by default). Raises ValueError when the labels, weights and
+    marks do not fit together, or a side is longer than MAX_TOKENS."""
     rows, cols = len(row_labels), len(col_labels)
     if not 1 <= max(rows, cols) <= MAX_TOKENS or min(rows, cols) < 1:
         raise ValueError(f"a map needs 1 to {MAX_TOKENS} rows and columns, got {rows} × {cols}")
@@ -151,7 +152,8 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),
             "cols": list(col_labels),
             "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
-            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark}
+            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark,
+            "axes": tuple(axes)}
 
 
 def _colour(w):
@@ -193,9 +195,10 @@ def _draw_panel(p, x0, y0):
     out = [f'<g class="panel" data-title="{escape(p["title"])}">',
            f'<text x="{x0:.1f}" y="{y0 + 18:.1f}" class="title">{escape(p["title"])}</text>',
            f'<text x="{x0:.1f}" y="{y0 + 36:.1f}" class="subtitle">{escape(p["subtitle"])}</text>',
-           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">columns: attends to →</text>',
+           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">'
+           f'{escape(p["axes"][0])}</text>',
            f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) '
-           f'rotate(-90)">rows: output for ↑</text>']
+           f'rotate(-90)">{escape(p["axes"][1])}</text>']
     for j, name in enumerate(p["cols"]):
         cx, cy = x0 + left + (j + 0.5) * cell, y0 + top - 6
         out.append(f'<text class="label" font-size="{label_font}" '
