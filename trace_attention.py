@@ -9,6 +9,8 @@
     python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT]
     python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
     python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
+    python3 trace_attention.py --export FILE    the causal weights as {tokens, attention} for
+                                                CircuitsVis or bertviz (explorer/README.md)
 
 The weights are untrained: drawn from seeded generators, so every number is the same on every
 machine. The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded
@@ -29,6 +31,7 @@ from attention import MASK_MODES, attention_backward, attention_forward, init_at
 from bpe import Tokenizer, chunks
 from common.checks import check_matrix, check_sizes
 from common.cli import guarded, parse_trace_args, save_view, show, trace_parser
+from common.export import export_text
 from common.golden import changed_rows, rounded, to_json, write_or_check
 from common.gradcheck import central_differences, max_err
 from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
@@ -262,7 +265,11 @@ def main(argv=None):
     parser.add_argument("--tokenizer", metavar="FILE",
                         help="a tokenizer saved by `bpe.py train` (default: tokenizer.json)")
     parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
-    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html"))
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the causal weights as {tokens, attention[layer][head]} JSON "
+                             "for CircuitsVis or bertviz")
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html",
+                                                        "export"))
     if args.show != ("scores", "weights") and not args.table:
         parser.error("--show chooses what --table prints: add --table")
     return guarded(lambda: _run(args))
@@ -293,10 +300,13 @@ def _run(args):
     if args.html is not None:
         page = lesson_page(params, x, tokenizer.tokens(sentence), sentence)
         save_view(args.html, page, PAGE)
+    if args.export is not None:
+        weights = attention_forward(params, x)["weights"]       # the causal mask
+        save_view(args.export, export_text(tokenizer.tokens(sentence), [[weights]]), None)
     if args.table:
         run = attention_forward(params, x) if "mixed" in args.show else None   # not recorded
         show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
-    if args.svg is not None or args.table or args.html is not None:
+    if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
     return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
                           args.check)
