@@ -18,7 +18,7 @@ from training import interventions as iv
 from training.recorded_model import model_from_record, model_record, read_model
 
 MODEL_PATH = os.path.join(HERE, "training", "trained-model.json")
-EXAMPLE = "tom has a green kite. sam has a blue car too. the kite is"     # the figure's story
+EXAMPLE = "tom has a green kite. sam has a blue car too. the kite is"     # a distractor's story
 
 # Stories written by hand, not by the generator: other sentence forms and orders, the colour
 # swapped between clean and corrupted
@@ -87,10 +87,12 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
     def test_a_record_that_is_not_a_model_is_refused_naming_the_part(self):
         record = model_record(recorded(), cs.SEED, cs.STEPS)
         short_e = dict(record, params=dict(record["params"], E=record["params"]["E"][:-1]))
+        vocab, d_model = len(record["params"]["E"]), len(record["params"]["E"][0])
         for bad, fragment in [([], "must hold seed, steps, alphabet, merges and params"),
                               (dict(record, params={}), "must hold the weights E, P, U"),
                               (dict(record, merges=[["q", "zz"]]), "holds no tokenizer"),
-                              (short_e, "has E of shape (164, 12), expected (165, 12)")]:
+                              (short_e, f"has E of shape ({vocab - 1}, {d_model}), expected "
+                                        f"({vocab}, {d_model})")]:
             self.assertMessage(ValueError, fragment, model_from_record, bad)
 
 
@@ -325,6 +327,10 @@ def readme_figures(found):
                           f"most a key restores in any pair is "
                           f"{max(one['key_largest'] for one in patching.values())})",
         "RESTORED": restored,
+        "KEY_LITTLE": f"the colour's key restores little (up to "
+                      f"{max(one['key_largest'] for one in patching.values())}, where the weight "
+                      f"was split)",
+        "BLOCK_TOKEN": f"blocking the first colour, token {example['colour_position']}:",
         "TIMING_SENTENCE": f"Each command answers from the recorded model in at most "
                            f"{slowest_command():.2f} s of wall time on a 2-core machine",
     }
@@ -350,6 +356,9 @@ def flat(text):
     return re.sub(r"\s+", " ", text)
 
 
+LAB06_ONLY = ("KEY_LITTLE",)     # the figures only lab06/README.md quotes
+
+
 class Readme(unittest.TestCase):
 
     def test_the_training_readme_quotes_the_recorded_interventions(self):
@@ -357,8 +366,9 @@ class Readme(unittest.TestCase):
             readme = f.read()
         found = recorded_evidence()
         for name, figure in readme_figures(found).items():
-            self.assertIn(flat(figure), flat(readme), f"training/README.md should quote, from "
-                                                      f"interventions-run.json ({name}):\n{figure}")
+            if name not in LAB06_ONLY:
+                self.assertTrue(flat(figure) in flat(readme), f"training/README.md should quote, "
+                                f"from interventions-run.json ({name}):\n{figure}")
         for name, block in readme_blocks(found).items():
             self.assertIn("```\n" + block + "```", readme, f"training/README.md should show "
                                                            f"({name}):\n{block}")
@@ -367,8 +377,9 @@ class Readme(unittest.TestCase):
         with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             readme = flat(f.read())
         figures = readme_figures(recorded_evidence())
-        for name in ("BLOCKING_SENTENCE", "RESTORED"):
-            self.assertIn(flat(figures[name]).lower(), readme.lower(), name)
+        for name in ("BLOCKING_SENTENCE", "RESTORED") + LAB06_ONLY:
+            self.assertTrue(flat(figures[name]).lower() in readme.lower(),
+                            f"lab06/README.md should quote ({name}):\n{figures[name]}")
 
     def test_every_question_to_the_recorded_model_took_under_3_s(self):
         """Read from the benchmark's record: no test here is timed."""
