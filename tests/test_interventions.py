@@ -300,6 +300,11 @@ def readme_figures(found):
                              f"of {early['stories']} stories whose distractor follows the first "
                              f"sentence, and in {late['blocked_gives_distractor']} of "
                              f"{late['stories']} whose distractor stands just before the question",
+        "BLOCK_LATE_SENTENCE": f"With the distractor just before the question the freed weight "
+                               f"spreads further: the distractor gets the largest share of it in "
+                               f"{late['blocked_most_on_distractor']} of {late['stories']} "
+                               f"stories, and {late['blocked_gives_neither']} answers are a colour "
+                               f"that neither sentence names",
         "ABLATE_SENTENCE": f"the weights stay as they were ("
                            f"{example['ablated']['weights'][at]} on \" {example['colour']}\"), "
                            f"the mixture loses what that weight brought, and the answer goes from "

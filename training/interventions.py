@@ -232,10 +232,12 @@ def patching_evidence(model, test):
 
 def blocking_evidence(model, test):
     """For a held-out set with a distractor: how many stories, how many the model answers with
-    the colour, and how many it answers with the distractor's colour once the question's
-    connection to the first colour is removed (block) and once that colour's value is zeroed
-    (ablate)."""
+    the colour, and once the question's connection to the first colour is removed (block): how
+    many it answers with the distractor's colour, how many with a colour neither sentence names,
+    and on how many the distractor gets the largest weight; once that colour's value is zeroed
+    (ablate), how many it answers with the distractor's colour."""
     found = {"stories": len(test), "colour": 0, "blocked_gives_distractor": 0,
+             "blocked_gives_neither": 0, "blocked_most_on_distractor": 0,
              "ablated_gives_distractor": 0}
     for s in test:
         text = question(s)
@@ -244,6 +246,12 @@ def blocking_evidence(model, test):
         _, ablated = intervene(model, text, ablate=at)
         found["colour"] += before["answer"] == " " + s.colour
         found["blocked_gives_distractor"] += blocked["answer"] == " " + s.distractor
+        found["blocked_gives_neither"] += blocked["answer"] not in (" " + s.colour,
+                                                                    " " + s.distractor)
+        weights = blocked["weights"]
+        found["blocked_most_on_distractor"] += (
+            max(range(len(weights)), key=weights.__getitem__)
+            == colour_position(blocked["tokens"], s.distractor))
         found["ablated_gives_distractor"] += ablated["answer"] == " " + s.distractor
     return found
 
