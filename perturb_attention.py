@@ -8,6 +8,8 @@
                                             then each change's rows in full
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
+    python3 perturb_attention.py --export FILE  the head's weights (after the changes, if any) as
+                                            {tokens, attention} for CircuitsVis or bertviz
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
     python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py), on
                                             the lab's head or on --head FILE with the changes below
@@ -39,6 +41,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
 
     from common.cli import (NotANumber, check_outputs, decimal, guarded, integer, parse_trace_args,
                             save_views, show, trace_parser)
+    from common.export import export_text
     from common.golden import rounded, to_json, write_or_check
     from common.views import heatmaps_svg, number, panel, text_table
     from lab06 import lab as lab06
@@ -281,7 +284,7 @@ def _refuse_conflicts(parser, args):
     """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
     changes = args.changes or []
     given = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
-        "--html"] * (args.html is not None) + [
+        "--html"] * (args.html is not None) + ["--export"] * (args.export is not None) + [
         f"--{name}" for name in ("head", "values", "bug") if getattr(args, name) is not None]
     if args.scaffold is not None:
         if args.grade is not None:
@@ -299,7 +302,8 @@ def _refuse_conflicts(parser, args):
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
     if args.grade is not None:
-        views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")]
+        views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--export",
+                                                    "--bug")]
         extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
         if extras:
             parser.error(f"--grade runs your attention on a head and its inputs and prints one "
@@ -331,11 +335,14 @@ def main(argv=None):
                              "mask: post-softmax (softmax, then zero the future) or destinations "
                              "(softmax over each column); repeatable")
     parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the head's weights, after the changes if any, as {tokens, "
+                             "attention} JSON for CircuitsVis or bertviz (tokens: x₁, x₂, …)")
     parser.add_argument("--baseline", action="store_true",
                         help="with --table: Part 1's tables alone, none of the interventions "
                              "you are yet to predict")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
-                                                        "bug", "html"))
+                                                        "bug", "html", "export"))
     if (args.write or args.check) and args.changes:
         parser.error(f"--write and --check work on the recorded file alone; drop "
                      f"{', '.join(sorted({change.flag for change in args.changes}))}")
@@ -344,7 +351,8 @@ def main(argv=None):
 
 
 def _run(args):
-    check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE)],
+    check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
+                   ("--export", args.export, None)],
                   [("--head", args.head), ("--grade", args.grade)])
     if args.scaffold is not None:
         from lab06 import grader as grade_lab06    # here: only these two flags need the grader
@@ -366,12 +374,15 @@ def _run(args):
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
+    weights = (result["intervention"] if changes else result["baseline"])["weights"]
     save_views([(args.svg, args.svg and lab_svg(result, head, changes), None, None),
                 (args.html, args.html and lab_page(result, head, changes), PAGE,
-                 lambda: lab_page(lab06.lab(), HEAD, ()))])
+                 lambda: lab_page(lab06.lab(), HEAD, ())),
+                (args.export, args.export and export_text(position_labels(len(weights)),
+                                                          [[weights]]), None, None)])
     if args.table:
         show(lab_table(result, head, changes, args.baseline))
-    if args.svg is not None or args.table or args.html is not None:
+    if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))
     if own:

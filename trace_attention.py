@@ -9,6 +9,8 @@
     python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT]
     python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
     python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
+    python3 trace_attention.py --export FILE    the causal weights as {tokens, attention} for
+                                                CircuitsVis or bertviz (explorer/README.md)
 
 The weights are untrained: drawn from seeded generators, so every number is the same on every
 machine. The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded
@@ -31,6 +33,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from bpe import Tokenizer, chunks
     from common.checks import check_made, check_matrix
     from common.cli import check_outputs, guarded, parse_trace_args, save_views, show, trace_parser
+    from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
     from common.gradcheck import central_differences, max_err
     from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
@@ -275,7 +278,11 @@ def main(argv=None):
     parser.add_argument("--tokenizer", metavar="FILE",
                         help="a tokenizer saved by `bpe.py train` (default: tokenizer.json)")
     parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
-    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html"))
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the causal weights as {tokens, attention[layer][head]} JSON "
+                             "for CircuitsVis or bertviz")
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html",
+                                                        "export"))
     if args.show != ("scores", "weights") and not args.table:
         parser.error("--show chooses what --table prints: add --table")
     return guarded(lambda: _run(args))
@@ -292,7 +299,8 @@ def _names(text):
 
 
 def _run(args):
-    check_outputs([("--svg", args.svg, FIGURE), ("--html", args.html, PAGE)],
+    check_outputs([("--svg", args.svg, FIGURE), ("--html", args.html, PAGE),
+                   ("--export", args.export, None)],
                   [("--tokenizer", args.tokenizer)])
     tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer else None
     sentence = SENTENCE if args.sentence is None else args.sentence
@@ -305,11 +313,14 @@ def _run(args):
     inputs(tokenizer, changed, embedding, "the edited sentence")
     save_views([(args.svg, args.svg and weights_svg(sentence, tokenizer), FIGURE, weights_svg),
                 (args.html, args.html and explorer_page(sentence, tokenizer), PAGE,
-                 explorer_page)])
+                 explorer_page),
+                (args.export, args.export and export_text(
+                    tokenizer.tokens(sentence), [[attention_forward(params, x)["weights"]]]),
+                 None, None)])
     if args.table:
         run = attention_forward(params, x) if "mixed" in args.show else None   # not recorded
         show(trace_table(trace(sentence, changed, tokenizer), args.show, run))
-    if args.svg is not None or args.table or args.html is not None:
+    if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
     return write_or_check(to_json(trace(sentence, changed, tokenizer)), TRACE_PATH, args.write,
                           args.check)

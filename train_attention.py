@@ -6,20 +6,35 @@ bigrams, the model around the lesson's layer and its training; this is their com
 
     python3 train_attention.py               train seed 1 and print its run (about 9 s)
     python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
-                                             train seed 1, then answer the story and print the
-                                             question's weight on each of its tokens
+                                             answer the story and print the question's weight
+                                             on each of its tokens
     python3 train_attention.py --seeds 10    train seeds 1…10, a row each (on every core)
-    python3 train_attention.py --write       record seeds 1…30 in training-run.json (minutes)
-    python3 train_attention.py --check       fail unless seed 1 trains as training-run.json says
+    python3 train_attention.py --write       record seeds 1…30 in training-run.json, and seed
+                                             1's weights and interventions (minutes)
+    python3 train_attention.py --check       fail unless seed 1 trains as the records say
     python3 train_attention.py --check --all-seeds    the same for seeds 1…30 (minutes)
     python3 train_attention.py --svg FILE    draw the recorded figure: a question, two colours
+    python3 train_attention.py --story TEXT --block 4        the question may no longer read
+                                             token 4 (positions from 1); --ablate-value 4 zeroes
+                                             its value instead; each shows before → after
+    python3 train_attention.py --patch CLEAN --into CORRUPTED [--svg FILE]
+                                             activation patching of two stories of as many tokens
+    python3 train_attention.py --story TEXT --export FILE    the layer's map for a viewer
+
+--story, --block, --ablate-value, --patch and --export answer from the recorded model
+(training/trained-model.json, written by --write and checked by --check; --story and --patch print
+JSON with --json); with --seed or --steps they train that model first. The records of --write:
+training-run.json, trained-model.json and interventions-run.json (what the interventions find on
+seed 1's held-out stories).
 
 From Python:
 
     import train_attention
-    model = train_attention.train_model(1)          # as the recorded run trains it
+    model = train_attention.recorded_model()        # the recorded run's; train_model(1) trains it
     answer, weights = train_attention.predict(model, "today ana has a pink kite. the kite is")
                                         # the answer's text, and (token, weight) for each token
+    before, after = train_attention.intervene(model, text, block=[4], ablate=None)
+    result = train_attention.patch(model, clean, corrupted)     # what --patch --json prints
 
 The stories use the words of COLOURS, NAMES and OBJECTS; a story may use others, in lower case.
 What it leaves out is colour_stories.py's: batches, dropout, normalization, a second layer.
@@ -28,29 +43,37 @@ What it leaves out is colour_stories.py's: batches, dropout, normalization, a se
 import sys
 
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import argparse
     import json
     import os
     import signal
     from concurrent.futures import ProcessPoolExecutor
 
-    from attention import causal_mask
+    from attention import attention_forward, causal_mask
     from common.cli import OneLineParser, check_outputs, guarded, integer, note, save_view, show
-    from common.golden import to_json, write_or_check
+    from common.export import export_text
+    from common.golden import rounded, to_json, write_or_check
     from common.safe_io import read_text
     from common.views import heatmaps_svg, panel, text_table, token_labels
     from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
-                                         STEPS, encode_question, held_out_table, make_tokenizer,
-                                         predict, run, seed_row, seeds_header, seeds_line, stories,
-                                         train_model)
+                                         STEPS, embed, encode_question, held_out_table, layer,
+                                         make_tokenizer, measure, predict, run, seed_row,
+                                         seeds_header, seeds_line, stories, train_model)
+    from training.interventions import (evidence, intervene, intervention_table, patch,
+                                        patch_svg, patch_table)
+    from training.recorded_model import model_from_record, model_record, read_model
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)
     sys.exit(130)
 
-__all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
+__all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "recorded_model",
+           "intervene", "patch", "main"]   # from Python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_PATH = os.path.join(HERE, "training", "training-run.json")
+MODEL_PATH = os.path.join(HERE, "training", "trained-model.json")
+EVIDENCE_PATH = os.path.join(HERE, "training", "interventions-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 
 
@@ -58,19 +81,45 @@ MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seco
 MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a step)
 
 
-def run_seeds(seeds, steps=STEPS):
-    """The records of several seeds, trained side by side on every core, in the order of seeds.
-    Ctrl-C is this process's alone: the workers ignore it, and are stopped with the pool."""
+def _run_keeping_model(seed, steps):
+    """run, and the model's record too: what a process of the pool sends back."""
+    model = train_model(seed, steps)
+    return measure(model, seed, steps), model_record(model, seed, steps)
+
+
+def run_seeds(seeds, steps=STEPS, models=None):
+    """The records of several seeds, trained side by side on every core, in the order of seeds;
+    models, a dict when given, gets each seed's model_record. Ctrl-C is this process's alone: the
+    workers ignore it, and are stopped with the pool."""
     pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
                                initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
     try:
-        yield from (record for record, _ in pool.map(run, seeds, [steps] * len(seeds)))
+        for seed, (record, model) in zip(seeds, pool.map(_run_keeping_model, seeds,
+                                                         [steps] * len(seeds))):
+            if models is not None:
+                models[seed] = model
+            yield record
     except BaseException:       # Ctrl-C or an error: the seeds under way are stopped, not awaited
         for process in getattr(pool, "_processes", {}).values():  # no public way before 3.14
             process.terminate()
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def recorded_model():
+    """The recorded run's model, read from trained-model.json: what train_model(SEED) returns, bit
+    for bit, without the training. Raises ValueError when the file is not what --write wrote."""
+    return read_model(MODEL_PATH)
+
+
+def story_attention(model, text):
+    """The export of the whole layer on a story: its tokens and every row's weights, as
+    attention[1][1][T][T] (the figure's rows, from attention_forward)."""
+    ids = encode_question(model["tokenizer"], text)
+    params = model["params"]
+    weights = attention_forward(layer(params), embed(params, ids))["weights"]
+    return export_text([model["tokenizer"].vocab[t] for t in ids], [[weights]])
 
 
 def summary(record, seconds):
@@ -117,7 +166,8 @@ def main(argv=None):
     parser = OneLineParser(description="Train the lesson's attention layer on the colour stories.")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true",
-                       help=f"record seeds 1…{RECORDED_SEEDS} in training-run.json")
+                       help=f"record seeds 1…{RECORDED_SEEDS} in training-run.json, and seed 1's "
+                            f"model and interventions")
     group.add_argument("--check", action="store_true",
                        help="fail unless seed 1 trains as training-run.json records")
     parser.add_argument("--all-seeds", action="store_true",
@@ -128,18 +178,49 @@ def main(argv=None):
                         help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
     parser.add_argument("--story", metavar="TEXT",
                         help="a story ending with its question (\"… the ball is\") to answer")
-    parser.add_argument("--svg", metavar="FILE", help="draw the recorded figure")
+    parser.add_argument("--block", metavar="N[,M…]", type=_positions,
+                        help="with --story: the question may no longer read these tokens "
+                             "(from 1); the rest renormalised")
+    parser.add_argument("--ablate-value", metavar="N", type=integer,
+                        help="with --story: token N's value becomes zeros, nothing renormalised")
+    parser.add_argument("--patch", metavar="CLEAN",
+                        help="activation patching: the clean story, put into --into's")
+    parser.add_argument("--into", metavar="CORRUPTED",
+                        help="with --patch: the corrupted story, of as many tokens")
+    parser.add_argument("--json", action="store_true",
+                        help="with --story or --patch: print JSON")
+    parser.add_argument("--export", metavar="FILE",
+                        help="write the layer's map on --story (default: the figure's story) "
+                             "as {tokens, attention} for CircuitsVis or bertviz")
+    parser.add_argument("--svg", metavar="FILE",
+                        help="draw the recorded figure; with --patch, the patching heatmap")
     args = parser.parse_args(argv)
-    given = [f"--{name}" for name in ("steps", "seed", "seeds", "story", "svg")
-             if getattr(args, name) is not None]
+    given = [f"--{name.replace('_', '-')}" for name in
+             ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
+              "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
     if (args.write or args.check) and given:
         parser.error(f"--write and --check record the default run: drop {', '.join(given)}")
     if args.all_seeds and not args.check:
         parser.error("--all-seeds goes with --check")
-    if args.svg is not None and given != ["--svg"]:
+    answering = [flag for flag in given if flag in ("--story", "--patch", "--export")]
+    if args.svg is not None and args.patch is None and given != ["--svg"]:
         parser.error(f"--svg draws the recorded run: drop {', '.join(given[:-1])}")
-    if args.seeds is not None and (args.seed is not None or args.story is not None):
-        parser.error("--seeds trains seeds 1…N: drop --seed and --story")
+    if args.seeds is not None and (args.seed is not None or answering):
+        parser.error(f"--seeds trains seeds 1…N: drop "
+                     f"{', '.join(['--seed'] * (args.seed is not None) + answering)}")
+    if (args.block is not None or args.ablate_value is not None) and args.story is None:
+        parser.error("--block and --ablate-value change the question's run on a story: "
+                     "add --story TEXT")
+    if (args.patch is None) != (args.into is None):
+        parser.error("--patch CLEAN and --into CORRUPTED go together")
+    if args.patch is not None and args.story is not None:
+        parser.error("--patch compares two stories of its own: drop --story")
+    if args.export is not None and (args.patch is not None or args.block is not None
+                                    or args.ablate_value is not None or args.json):
+        parser.error("--export writes the layer's map of one story: drop --patch, --block, "
+                     "--ablate-value and --json")
+    if args.json and not (args.story is not None or args.patch is not None):
+        parser.error("--json goes with --story or --patch")
     for name in ("steps", "seeds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
@@ -149,6 +230,15 @@ def main(argv=None):
     return guarded(lambda: _run(args))
 
 
+def _positions(text):
+    """--block's argument: positions from 1, separated by commas ("4" or "4,10")."""
+    try:
+        return [integer(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--block takes positions counted from 1, such as 4 or "
+                                         f"4,10, got {text!r}") from None
+
+
 def _progress(step, loss):
     note(f"step {step}: loss {loss}")
 
@@ -156,29 +246,66 @@ def _progress(step, loss):
 def _run(args):
     seed = SEED if args.seed is None else args.seed
     steps = STEPS if args.steps is None else args.steps
-    if args.svg is not None:
-        check_outputs([("--svg", args.svg, FIGURE)])
-        try:
-            svg = example_svg(_recorded()["run"])
-        except (KeyError, TypeError, ValueError) as e:    # a record that is no run's
-            raise ValueError(f"training-run.json does not hold the recorded run's example "
-                             f"({type(e).__name__}: {e}): run --write") from None
-        save_view(args.svg, svg, FIGURE)
-    elif args.write or args.check:
+    figure = args.story is None and args.patch is None and args.export is None
+    check_outputs([("--svg", args.svg, FIGURE if figure else None),
+                   ("--export", args.export, None)])
+    if args.write or args.check:
         return _write_or_check(args.write, args.all_seeds)
-    elif args.seeds is not None:
+    if args.seeds is not None:
         show(seeds_header())
         for record in run_seeds(list(range(1, args.seeds + 1)), steps):
             show(seeds_line(seed_row(record)))
-    elif args.story is not None:
-        encode_question(make_tokenizer(stories(seed)[0]), args.story)   # refused before training
-        answer, weights = predict(train_model(seed, steps, _progress), args.story)
-        show(f"answer: {answer!r}\nthe question's weight on each token:\n"
-             + weights_table(weights))
-    else:
+        return 0
+    if figure:
+        if args.svg is not None:
+            try:
+                svg = example_svg(_recorded()["run"])
+            except (KeyError, TypeError, ValueError) as e:    # a record that is no run's
+                raise ValueError(f"training-run.json does not hold the recorded run's example "
+                                 f"({type(e).__name__}: {e}): run --write") from None
+            save_view(args.svg, svg, FIGURE)
+            return 0
         record, seconds = run(seed, steps, _progress)
         show(summary(record, seconds))
+        return 0
+    texts = [t for t in (args.story, args.patch, args.into) if t is not None]
+    model = _model(seed, steps, texts)
+    if args.export is not None:
+        text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
+        save_view(args.export, story_attention(model, text), None)
+    elif args.patch is not None:
+        result = patch(model, args.patch, args.into)
+        if args.svg is not None:
+            save_view(args.svg, patch_svg(result), None)
+        show(to_json(rounded(result, 4)) if args.json else patch_table(result))
+    elif args.block is not None or args.ablate_value is not None:
+        before, after = intervene(model, args.story, args.block or (), args.ablate_value)
+        marks = {n - 1: "◀ blocked" for n in args.block or ()}
+        if args.ablate_value is not None:
+            marks[args.ablate_value - 1] = marks.get(args.ablate_value - 1, "◀") + " value zeroed"
+        show(_story_json(after) if args.json else intervention_table(before, after, marks))
+    else:
+        before, _ = intervene(model, args.story)
+        show(_story_json(before) if args.json else
+             f"answer: {before['answer']!r}\nthe question's weight on each token:\n"
+             + weights_table(list(zip(before["tokens"], before["weights"]))))
     return 0
+
+
+def _story_json(found):
+    """--story --json: the answer, the story's tokens and the question's weight on each."""
+    return to_json({name: found[name] for name in ("answer", "tokens", "weights")})
+
+
+def _model(seed, steps, texts):
+    """The recorded model, or seed's trained for steps when either differs from the recorded run;
+    texts are checked before any training."""
+    if seed == SEED and steps == STEPS:
+        return recorded_model()
+    tokenizer = make_tokenizer(stories(seed)[0])
+    for text in texts:
+        encode_question(tokenizer, text)       # refused before training
+    return train_model(seed, steps, _progress)
 
 
 def _recorded():
@@ -197,14 +324,26 @@ def _recorded():
 
 
 def _write_or_check(write, all_seeds):
+    """--write or --check of the three records of the default run: training-run.json (seed 1's
+    run and every seed's row), trained-model.json (seed 1's weights) and interventions-run.json
+    (what the interventions find on seed 1's held-out stories)."""
     if write or all_seeds:
-        records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1))))
+        models = {}
+        records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1)), models=models))
         rows = [seed_row(record) for record in records]
+        model = model_from_record(models[SEED])
     else:   # seed 1 alone: the rows of the other seeds as recorded
         recorded_rows = _recorded()["seeds"]
-        records = [run(SEED, STEPS, _progress)[0]]
+        model = train_model(SEED, STEPS, _progress)
+        records = [measure(model, SEED, STEPS)]
         rows = [seed_row(records[0])] + recorded_rows[1:]
-    status = write_or_check(to_json({"run": records[0], "seeds": rows}), RUN_PATH, write, not write)
+    found = evidence(model, stories(SEED)[1])
+    statuses = [write_or_check(to_json({"run": records[0], "seeds": rows}), RUN_PATH, write,
+                               not write),
+                write_or_check(to_json(model_record(model, SEED, STEPS)), MODEL_PATH, write,
+                               not write),
+                write_or_check(to_json(found), EVIDENCE_PATH, write, not write)]
+    status = max(statuses)
     if status == 0 and not (write or all_seeds):
         show(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
              f"--check --all-seeds trains them too)\n")

@@ -128,15 +128,16 @@ def text_table(row_labels, col_labels, matrix, marks=None):
 
 
 def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle="", zeroed=None,
-          side=None, future=False, side_highlight=(), mark="◀ changed"):
+          side=None, future=False, side_highlight=(), mark="◀ changed",
+          axes=("columns: attends to →", "rows: output for ↑")):
     """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the mask blocks the
     pair; highlight: row indices to outline; subtitle: a line under the title; zeroed (T, S) of
     bool, True where a weight was set to 0 after the softmax (marked apart from masked cells); side:
     (name, matrix of T rows) printed beside the map, such as the output Z, its rows in
-    side_highlight outlined; future: outline the
-    cells above the diagonal, where a causal model must put no weight; mark: the words beside an
-    outlined row. Raises ValueError when the
-    labels, weights and marks do not fit together, or a side is longer than MAX_TOKENS."""
+    side_highlight outlined; future: outline the cells above the diagonal, where a causal model
+    must put no weight; mark: the words beside an outlined row; axes: what the columns and the
+    rows are (an attention map's, by default). Raises ValueError when the labels, weights and
+    marks do not fit together, or a side is longer than MAX_TOKENS."""
     rows, cols = len(row_labels), len(col_labels)
     if not 1 <= max(rows, cols) <= MAX_TOKENS or min(rows, cols) < 1:
         raise ValueError(f"a map needs 1 to {MAX_TOKENS} rows and columns, got {rows} × {cols}")
@@ -156,7 +157,8 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),
             "cols": list(col_labels),
             "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
-            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark}
+            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark,
+            "axes": tuple(axes)}
 
 
 def _colour(w):
@@ -198,9 +200,10 @@ def _draw_panel(p, x0, y0):
     out = [f'<g class="panel" data-title="{escape(p["title"])}">',
            f'<text x="{x0:.1f}" y="{y0 + 18:.1f}" class="title">{escape(p["title"])}</text>',
            f'<text x="{x0:.1f}" y="{y0 + 36:.1f}" class="subtitle">{escape(p["subtitle"])}</text>',
-           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">columns: attends to →</text>',
+           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">'
+           f'{escape(p["axes"][0])}</text>',
            f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) '
-           f'rotate(-90)">rows: output for ↑</text>']
+           f'rotate(-90)">{escape(p["axes"][1])}</text>']
     for j, name in enumerate(p["cols"]):
         cx, cy = x0 + left + (j + 0.5) * cell, y0 + top - 6
         out.append(f'<text class="label" font-size="{label_font}" '
@@ -277,11 +280,14 @@ def _draw_side(side, x, y, cell, font, decimals):
     return out
 
 
-def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
+MASKED_LEGEND = "masked: the score is −∞, so the weight is exactly 0, not a small weight"
+
+
+def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_LEGEND):
     """One self-contained SVG: the panels in rows no wider than max_width (about a README's
-    width), a legend for masked and zeroed cells and for the future outline, and an optional note
-    line. Raises ValueError for no panels, TypeError for a panel that panel() did not make or a
-    note that is not text."""
+    width), a legend for hatched cells (hatched_legend: what they mean, masked by default) and
+    zeroed ones and for the future outline, and an optional note line. Raises ValueError for no
+    panels, TypeError for a panel that panel() did not make or a note that is not text."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
     if not all(isinstance(p, dict) and "weights" in p for p in panels):
@@ -298,8 +304,7 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH):
         x += width + 24
         row_height, widest = max(row_height, height), max(widest, x - 24)
     legend_y = y + row_height + 8
-    legends = [(MASKED_FILL, "legend", "masked: the score is −∞, so the weight is exactly 0, not a "
-                                       "small weight")]
+    legends = [(MASKED_FILL, "legend", hatched_legend)]
     if any(any(any(row) for row in p["zeroed"]) for p in panels):
         legends.append((ZEROED_FILL, "legend", "zeroed after the softmax: the future was in the "
                                                "denominator all the same"))

@@ -19,7 +19,8 @@ from tests.helpers import run_main
 from training import colour_stories
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
-BENCH_RECORDS = ("benchmarks/bench-attention.txt", "benchmarks/bench-bpe.txt")
+BENCH_RECORDS = ("benchmarks/bench-attention.txt", "benchmarks/bench-bpe.txt",
+                 "benchmarks/bench-interventions.txt")
 
 
 def read(name):
@@ -235,7 +236,8 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
         recorded = set()
         for name in ("attention-trace.json", "lab06/perturb-trace.json",
-                     "training/training-run.json", "kv_cache/kv-cache-trace.json"):
+                     "training/training-run.json", "kv_cache/kv-cache-trace.json",
+                     "training/interventions-run.json"):
             recorded.update(numbers_in(json.loads(read(name))))
         for name in BENCH_RECORDS:
             recorded.update(float(n) for n in re.findall(r"-?\d+\.\d+", read(name)))

@@ -1,0 +1,83 @@
+"""How long the trained layer's questions take from the command line: --story, --block,
+--ablate-value, --patch and --export of train_attention.py, each a fresh process answering from the
+recorded model. A benchmark script, not a test.
+
+    python3 -m benchmarks.bench_interventions            time each command 5 times
+    python3 -m benchmarks.bench_interventions --record   also write bench-interventions.txt
+                                                         (training/README.md quotes it)
+
+Each command runs as a learner runs it, `python3 train_attention.py …` in a process of its own
+(Python's start, the imports, reading trained-model.json and the answer): the wall time of each
+run, the median and the slowest of 5.
+"""
+
+import sys
+
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import os
+    import statistics
+    import subprocess
+    import tempfile
+    import time
+
+    from common.cli import OneLineParser, Report, guarded
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD_PATH = os.path.join(HERE, "benchmarks", "bench-interventions.txt")
+RUNS = 5
+STORY = "tom has a green kite. sam has a blue car too. the kite is"
+CORRUPTED = "tom has a white kite. sam has a blue car too. the kite is"
+
+
+def commands(folder):
+    """(name, arguments of train_attention.py) of each command timed; outputs go to folder."""
+    return [("--story", ["--story", STORY]),
+            ("--story --json", ["--story", STORY, "--json"]),
+            ("--block", ["--story", STORY, "--block", "4"]),
+            ("--ablate-value", ["--story", STORY, "--ablate-value", "4"]),
+            ("--patch", ["--patch", STORY, "--into", CORRUPTED]),
+            ("--patch --svg", ["--patch", STORY, "--into", CORRUPTED, "--svg",
+                               os.path.join(folder, "patch.svg")]),
+            ("--export", ["--story", STORY, "--export", os.path.join(folder, "attention.json")])]
+
+
+def wall_seconds(args):
+    """The wall time of one `python3 train_attention.py args`; raises RuntimeError if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "train_attention.py", *args], cwd=HERE,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"train_attention.py {' '.join(args)} failed: {done.stderr.strip()}")
+    return seconds
+
+
+def main(argv=None):
+    parser = OneLineParser(description="Time train_attention.py's questions to the recorded model.")
+    parser.add_argument("--record", action="store_true", help="write bench-interventions.txt")
+    args = parser.parse_args(argv)
+    return guarded(lambda: run(args.record))
+
+
+def run(record):
+    report = Report()
+    report.say(f"train_attention.py from the recorded model, wall seconds of a fresh process, "
+               f"{RUNS} runs each; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    report.say("")
+    report.say("| command | median s | slowest s |")
+    report.say("|---|---|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, args in commands(folder):
+            times = [wall_seconds(args) for _ in range(RUNS)]
+            report.say(f"| {name} | {statistics.median(times):.2f} | {max(times):.2f} |")
+    if record:
+        report.record(RECORD_PATH)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too

@@ -1,0 +1,361 @@
+"""Which part of the trained layer gave the answer: remove a connection, ablate a value, patch
+activations, on the model colour_stories trains.
+
+The model answers from the question's row alone (colour_stories.forward):
+
+    x = E[ids] + P[0…T−1]        q, k, v = x·Wq, x·Wk, x·Wv      each (T, d_head)
+    weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
+    mixed = weights·v   out = mixed·Wo   logits = out·U
+
+    intervene(model, text, block, ablate)   the question's answer and weights after removing its
+                                            connection to the sources in block (positions from 1:
+                                            the softmax renormalises over the rest) and zeroing
+                                            the value of the source ablate (no renormalising)
+    patch(model, clean, corrupted)          activation patching: each position's q, k and v, and
+                                            the question's mixed row, of the clean story put into
+                                            the corrupted one, as the share of the logit
+                                            difference it restores
+    colour_swapped(s), both_swapped(s)      a generator's story with its colour replaced (or
+                                            its two colours swapped): a patching pair
+    evidence(model, tests)                  what interventions-run.json records: every held-out
+                                            story patched against each swap of its colour, the
+                                            first colour blocked and ablated, and one example
+    patch_table, patch_svg, intervention_table, evidence_table    the views of the door
+
+The share is (d − d_corrupted) / (d_clean − d_corrupted), d being the logit of the clean answer
+minus that of the corrupted answer: 1 when the clean answer is restored as clean as it was, 0 when
+nothing moved, and "unchanged" when not one bit of the logits moved (a vector that is the same in
+both stories, or a query no output reads: only the question's is). Every run goes through
+attention_core, the layer's own lines, and an unchanged run gives forward's numbers bit for bit.
+
+What it leaves out: patching paths (one vector at a time only), and more than one head or layer:
+this is one head in one model, and what it shows is what that head did on these stories.
+"""
+
+import re
+
+from attention import matmul
+from core.masked import attention_core
+from common.golden import rounded
+from common.views import heatmaps_svg, panel, text_table, token_labels
+from training.colour_stories import COLOURS, embed, encode_question, question
+
+PATCHED = ("q", "k", "v")
+RESTORES = 0.9          # the claim: the colour's value restores at least this share
+MOVES = 0.1             # and no other position's value moves it by more than this
+
+
+class OneAnswer(ValueError):
+    """Two stories given to patch that the model answers alike: there is nothing to restore."""
+
+
+def projections(params, ids):
+    """q, k and v (T, d_head) of every position of a prompt, as the layer makes them."""
+    x = embed(params, ids)
+    return {"q": matmul(x, params["Wq"]), "k": matmul(x, params["Wk"]),
+            "v": matmul(x, params["Wv"])}
+
+
+def logits_of(params, mixed):
+    """The logits (V,) of the question's mixed row (1, d_head): out = mixed·Wo, logits = out·U."""
+    return matmul(matmul(mixed, params["Wo"]), params["U"])[0]
+
+
+def question_row(params, vectors, allowed=None):
+    """(row, logits): attention_core of the question's query against every key and value
+    (allowed (T,) of bool: the sources it may read, all by default), and the logits."""
+    q, k, v = vectors["q"], vectors["k"], vectors["v"]
+    row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
+    return row, logits_of(params, row["mixed"])
+
+
+def _best(logits):
+    """The largest logit's id (the smallest id on a tie), as predict chooses."""
+    return max(range(len(logits)), key=lambda t: (logits[t], -t))
+
+
+def _positions(positions, T, flag):
+    """Positions counted from 1 made indices, or a ValueError naming flag and what came."""
+    for n in positions:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"{flag} takes positions as ints, got {type(n).__name__} {n!r}")
+        if not 1 <= n <= T:
+            raise ValueError(f"{flag} takes positions 1 to {T} (the story's tokens, counted "
+                             f"from 1), got {n}")
+    return [n - 1 for n in positions]
+
+
+def _check_model(model):
+    if not isinstance(model, dict) or not {"tokenizer", "params"} <= model.keys():
+        raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
+                        f"got {type(model).__name__}")
+
+
+def _answered(model, ids, row, logits):
+    tokenizer = model["tokenizer"]
+    return {"answer": tokenizer.vocab[_best(logits)], "tokens": [tokenizer.vocab[t] for t in ids],
+            "weights": row["weights"][0], "logits": logits}
+
+
+def intervene(model, text, block=(), ablate=None):
+    """(before, after): the question's run on text as it is and with the intervention, each
+    {"answer", "tokens", "weights" (T,), "logits" (V,)}. block: positions from 1 whose connection
+    from the question is removed (their scores −∞, the rest renormalised); ablate: a position from
+    1 whose value becomes zeros (the weights unchanged, nothing renormalised). Raises as
+    encode_question, TypeError for a model train_model did not make, and ValueError for a
+    position outside 1…T or a block of every source."""
+    _check_model(model)
+    ids = encode_question(model["tokenizer"], text)
+    T = len(ids)
+    blocked = _positions(block, T, "block")
+    ablated = _positions([] if ablate is None else [ablate], T, "ablate")
+    if len(set(blocked)) == T:
+        raise ValueError(f"block removes every source of the question ({T} of {T}): its "
+                         f"softmax would have nothing to share out; keep at least one")
+    params = model["params"]
+    vectors = projections(params, ids)
+    before = _answered(model, ids, *question_row(params, vectors))
+    changed = dict(vectors, v=[[0.0] * len(row) if i in ablated else row
+                               for i, row in enumerate(vectors["v"])])
+    allowed = [i not in blocked for i in range(T)]
+    return before, _answered(model, ids, *question_row(params, changed, allowed))
+
+
+def patch(model, clean, corrupted):
+    """Activation patching of two stories of as many tokens: {"clean_answer",
+    "corrupted_answer", "logit_difference": {"clean", "corrupted"}, "positions": [{"position"
+    (from 1), "token" (the corrupted story's), "q", "k", "v"}], "mixed"}, each share a float or
+    "unchanged" (see the module's docstring). Raises as encode_question, and ValueError for
+    stories of different lengths, and OneAnswer (a ValueError) for stories of one answer."""
+    _check_model(model)
+    tokenizer, params = model["tokenizer"], model["params"]
+    clean_ids = encode_question(tokenizer, clean)
+    corrupted_ids = encode_question(tokenizer, corrupted)
+    if len(clean_ids) != len(corrupted_ids):
+        raise ValueError(f"patching puts each position of one story into the same position of "
+                         f"the other: the clean story has {len(clean_ids)} tokens, the "
+                         f"corrupted one {len(corrupted_ids)}")
+    clean_vectors = projections(params, clean_ids)
+    corrupted_vectors = projections(params, corrupted_ids)
+    clean_row, clean_logits = question_row(params, clean_vectors)
+    _, corrupted_logits = question_row(params, corrupted_vectors)
+    a, b = _best(clean_logits), _best(corrupted_logits)
+    if a == b:
+        raise OneAnswer(f"both stories are answered {tokenizer.vocab[a]!r}: patching measures "
+                         f"how much of the difference between two answers a vector restores")
+
+    def difference(logits):
+        return logits[a] - logits[b]
+
+    def share(logits):
+        if logits == corrupted_logits:
+            return "unchanged"
+        return ((difference(logits) - difference(corrupted_logits))
+                / (difference(clean_logits) - difference(corrupted_logits)))
+
+    positions = []
+    for i, token in enumerate(corrupted_ids):
+        found = {"position": i + 1, "token": tokenizer.vocab[token]}
+        for name in PATCHED:
+            if clean_vectors[name][i] == corrupted_vectors[name][i]:
+                found[name] = "unchanged"       # the patched run would be the corrupted run
+                continue
+            vectors = dict(corrupted_vectors)
+            vectors[name] = [clean_vectors[name][i] if n == i else row
+                             for n, row in enumerate(corrupted_vectors[name])]
+            found[name] = share(question_row(params, vectors)[1])
+        positions.append(found)
+    return {"clean_answer": tokenizer.vocab[a], "corrupted_answer": tokenizer.vocab[b],
+            "logit_difference": {"clean": difference(clean_logits),
+                                 "corrupted": difference(corrupted_logits)},
+            "positions": positions, "mixed": share(logits_of(params, clean_row["mixed"]))}
+
+
+def colour_swapped(s, offset=1):
+    """A generator's Story with its colour replaced in its text by the offset-th next colour of
+    COLOURS that is neither its colour nor its distractor's: (clean question, corrupted question).
+
+    >>> from training.colour_stories import Story
+    >>> colour_swapped(Story("mia has a red ball. the ball is red.", "red", "ball", None))
+    ('mia has a red ball. the ball is', 'mia has a blue ball. the ball is')
+    """
+    others = [c for c in COLOURS[COLOURS.index(s.colour) + 1:] + COLOURS
+              if c not in (s.colour, s.distractor)]
+    clean = question(s)
+    return clean, re.sub(rf"\b{s.colour}\b", others[offset - 1], clean, count=1)
+
+
+# ---- the evidence the README quotes -------------------------------------------------------------
+
+def colour_position(tokens, colour):
+    """The index of the story's first colour word among its tokens."""
+    return tokens.index(" " + colour)
+
+
+def patching_evidence(model, test):
+    """Every story of a held-out set patched against each colour swap colour_swapped makes: how
+    many pairs, how many the model answers alike (refused), how many the colour's value restores
+    at least RESTORES of, the least and most it restores, the largest |share| of the colour's key
+    and of any other position's value, and of the pairs below RESTORES the largest of the
+    question's least weight on the colour in their two stories."""
+    found = {"pairs": 0, "refused": 0, "value_restores": 0, "value_least": None,
+             "value_most": None, "key_largest": 0.0, "other_values_moved": 0,
+             "other_value_largest": 0.0, "short_weight_most": None}
+    for s in test:
+        swaps = len([c for c in COLOURS if c not in (s.colour, s.distractor)])
+        for offset in range(1, swaps + 1):
+            clean, corrupted = colour_swapped(s, offset)
+            try:
+                result = patch(model, clean, corrupted)
+            except OneAnswer:
+                found["refused"] += 1
+                continue
+            found["pairs"] += 1
+            at = colour_position(model["tokenizer"].tokens(clean), s.colour)
+            value, key = result["positions"][at]["v"], result["positions"][at]["k"]
+            found["value_restores"] += value >= RESTORES
+            first = found["pairs"] == 1
+            found["value_least"] = min(value, value if first else found["value_least"])
+            found["value_most"] = max(value, value if first else found["value_most"])
+            if key != "unchanged":
+                found["key_largest"] = max(found["key_largest"], abs(key))
+            others = [p["v"] for n, p in enumerate(result["positions"])
+                      if n != at and p["v"] != "unchanged"]
+            found["other_values_moved"] += bool(others)
+            found["other_value_largest"] = max([found["other_value_largest"]]
+                                               + [abs(v) for v in others])
+            if value < RESTORES:
+                least = min(intervene(model, text)[0]["weights"][at] for text in (clean, corrupted))
+                found["short_weight_most"] = max(least, found["short_weight_most"] or 0.0)
+    return found
+
+
+def blocking_evidence(model, test):
+    """For a held-out set with a distractor: how many stories, how many the model answers with
+    the colour, and once the question's connection to the first colour is removed (block): how
+    many it answers with the distractor's colour, how many with a colour neither sentence names,
+    and on how many the distractor gets the largest weight; once that colour's value is zeroed
+    (ablate), how many it answers with the distractor's colour."""
+    found = {"stories": len(test), "colour": 0, "blocked_gives_distractor": 0,
+             "blocked_gives_neither": 0, "blocked_most_on_distractor": 0,
+             "ablated_gives_distractor": 0}
+    for s in test:
+        text = question(s)
+        at = colour_position(model["tokenizer"].tokens(text), s.colour) + 1
+        before, blocked = intervene(model, text, block=[at])
+        _, ablated = intervene(model, text, ablate=at)
+        found["colour"] += before["answer"] == " " + s.colour
+        found["blocked_gives_distractor"] += blocked["answer"] == " " + s.distractor
+        found["blocked_gives_neither"] += blocked["answer"] not in (" " + s.colour,
+                                                                    " " + s.distractor)
+        weights = blocked["weights"]
+        found["blocked_most_on_distractor"] += (
+            max(range(len(weights)), key=weights.__getitem__)
+            == colour_position(blocked["tokens"], s.distractor))
+        found["ablated_gives_distractor"] += ablated["answer"] == " " + s.distractor
+    return found
+
+
+def both_swapped(s):
+    """A story with a distractor, its two colours swapped: (clean question, corrupted question).
+
+    >>> from training.colour_stories import Story
+    >>> both_swapped(Story("mia has a red ball. tom has a blue cup too. the ball is red.", "red",
+    ...                    "ball", "blue"))
+    ('mia has a red ball. tom has a blue cup too. the ball is', \
+'mia has a blue ball. tom has a red cup too. the ball is')
+    """
+    clean = question(s)
+    swap = {s.colour: s.distractor, s.distractor: s.colour}
+    pattern = rf"\b({s.colour}|{s.distractor})\b"
+    return clean, re.sub(pattern, lambda m: swap[m.group()], clean)
+
+
+def example_evidence(model, s):
+    """One story with a distractor taken apart: the question's run before and after blocking the
+    first colour and after ablating its value, and patching with its colour swapped and with both
+    colours swapped."""
+    text = question(s)
+    at = colour_position(model["tokenizer"].tokens(text), s.colour) + 1
+    before, blocked = intervene(model, text, block=[at])
+    _, ablated = intervene(model, text, ablate=at)
+    runs = {name: {key: run[key] for key in ("answer", "weights")}
+            for name, run in (("before", before), ("blocked", blocked), ("ablated", ablated))}
+    return {"story": text, "colour": s.colour, "distractor": s.distractor,
+            "colour_position": at, **runs,
+            "colour_swapped": dict(zip(("clean", "corrupted"), colour_swapped(s)),
+                                   result=patch(model, *colour_swapped(s))),
+            "both_swapped": dict(zip(("clean", "corrupted"), both_swapped(s)),
+                                 result=patch(model, *both_swapped(s)))}
+
+
+def evidence(model, tests):
+    """What the README's answer to question 5 quotes, from held-out sets ({kind: stories}):
+    patching_evidence of every set, blocking_evidence of every set with distractors, and
+    example_evidence of the figure's story (the shortest whose distractor follows the first
+    sentence, as measure chooses it), every number rounded to 4 decimals."""
+    example = min(tests["distractor early"], key=lambda s: len(question(s)))
+    found = {"patching": {kind: patching_evidence(model, test) for kind, test in tests.items()},
+             "blocking": {kind: blocking_evidence(model, test) for kind, test in tests.items()
+                          if all(s.distractor for s in test)},
+             "example": example_evidence(model, example)}
+    return rounded(found, 4)
+
+
+# ---- views for a person -------------------------------------------------------------------------
+
+def _share_text(share):
+    return share if isinstance(share, str) else f"{share:.4f}"
+
+
+def patch_table(result):
+    """The patching result as aligned text: a row per position, a column per q, k, v."""
+    labels = token_labels([p["token"] for p in result["positions"]])
+    rows = [[_share_text(p[name]) for name in PATCHED] for p in result["positions"]]
+    difference = result["logit_difference"]
+    return (f"clean answer {result['clean_answer']!r}, corrupted answer "
+            f"{result['corrupted_answer']!r}\nlogit difference (clean answer − corrupted answer): "
+            f"{difference['clean']:.4f} in the clean run, {difference['corrupted']:.4f} in the "
+            f"corrupted\nthe share of it each clean vector restores in the corrupted run (1: all, "
+            f"0: none; rows: the corrupted story's tokens):\n"
+            + text_table([f"{p['position']} {label}" for p, label in
+                          zip(result["positions"], labels)], list(PATCHED), rows)
+            + f"\nthe question's mixed row: {_share_text(result['mixed'])}\n")
+
+
+def patch_svg(result):
+    """The patching result as a heatmap: positions × q, k, v, hatched where nothing moved."""
+    labels = token_labels([p["token"] for p in result["positions"]])
+    shares = [[0.0 if isinstance(p[name], str) else p[name] for name in PATCHED]
+              for p in result["positions"]]
+    unchanged = [[isinstance(p[name], str) for name in PATCHED] for p in result["positions"]]
+    return heatmaps_svg(
+        [panel("activation patching", labels, list(PATCHED), shares, unchanged,
+               subtitle=f"clean {result['clean_answer'].strip()}, corrupted "
+                        f"{result['corrupted_answer'].strip()}: the share restored",
+               axes=("columns: the clean vector put in →", "rows: the position ↑"))],
+        note=f"Each cell: the clean run's q, k or v of one position put into the corrupted run, "
+             f"as the share of the logit difference it restores (1: all of it). The question's "
+             f"mixed row restores {_share_text(result['mixed'])}.",
+        hatched_legend="unchanged: not one bit of the logits moved")
+
+
+def intervention_table(before, after, marked):
+    """The question's weight on each token before → after, the answer before → after, and
+    marked: {index: what was done to that source}."""
+    labels = token_labels(before["tokens"])
+    rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
+    return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
+            f"the question's weight on each token, before → after:\n"
+            + text_table(labels, ["before", "after"], rows, marks=marked) + "\n")
+
+
+def evidence_table(found):
+    """The patching evidence of every held-out set in Markdown, as the README quotes it."""
+    lines = ["| held-out set | pairs | answered alike | value ≥ 0.9 | value: least | most "
+             "| key: largest | other values that moved |", "|---" * 8 + "|"]
+    for kind, one in found["patching"].items():
+        lines.append(f"| {kind} | {one['pairs']} | {one['refused']} | {one['value_restores']} "
+                     f"| {one['value_least']} | {one['value_most']} | {one['key_largest']} "
+                     f"| {one['other_values_moved']} |")
+    return "\n".join(lines)

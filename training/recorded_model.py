@@ -1,0 +1,85 @@
+"""The recorded model: the default run's trained weights kept as JSON, so that a question is
+answered without training again.
+
+    model_record(model, seed, steps)     what trained-model.json holds of a model: its seed and
+                                         steps, the tokenizer's alphabet and merges, every weight
+    model_from_record(record)            the model back, as train_model returns it: {"tokenizer",
+                                         "params", "seed", "steps"}; or a ValueError naming the
+                                         part that is wrong
+    read_model(path)                     the same, read from a file --write wrote
+
+A float written by json is the shortest text that reads back as the same float, so the weights come
+back bit for bit: predict on the loaded model gives the numbers the trained one gave.
+train_attention.py --write writes the file beside training-run.json, and --check trains seed 1 again
+and compares both. What it leaves out: Adam's running means (the record answers questions; it does
+not resume training).
+"""
+
+import json
+import os
+
+from bpe import Tokenizer
+from common.checks import check_matrix
+from common.safe_io import read_text
+
+PARAMS = ("E", "P", "U", "Wq", "Wk", "Wv", "Wo")
+
+
+def model_record(model, seed, steps):
+    """The JSON-ready record of a model train_model(seed, steps) returned."""
+    tokenizer = model["tokenizer"]
+    return {"seed": seed, "steps": steps, "alphabet": "".join(tokenizer.alphabet),
+            "merges": [list(merge) for merge in tokenizer.merges],
+            "params": {name: model["params"][name] for name in PARAMS}}
+
+
+def model_from_record(record, name="trained-model.json"):
+    """The model a record holds: {"tokenizer", "params", "seed", "steps"}. Raises ValueError,
+    naming the file (name) and what is wrong, unless every weight matrix is there, of the shapes
+    the tokenizer's vocabulary and each other's widths call for:
+
+        E (V, d_model)   P (max_tokens, d_model)   U (d_model, V)
+        Wq, Wk, Wv (d_model, d_head)               Wo (d_head, d_model)
+    """
+    def wrong(what):
+        return ValueError(f"{name} {what}: run train_attention.py --write")
+
+    if not isinstance(record, dict) or not {"seed", "steps", "alphabet", "merges",
+                                            "params"} <= record.keys():
+        raise wrong("must hold seed, steps, alphabet, merges and params")
+    try:
+        tokenizer = Tokenizer(record["alphabet"], [tuple(merge) for merge in record["merges"]])
+    except (TypeError, ValueError) as e:
+        raise wrong(f"holds no tokenizer ({e})") from None
+    params = record["params"]
+    if not isinstance(params, dict) or sorted(params) != sorted(PARAMS):
+        raise wrong(f"must hold the weights {', '.join(PARAMS)}")
+    shapes = {}
+    for matrix in PARAMS:
+        try:
+            shapes[matrix] = check_matrix(matrix, params[matrix])
+        except (TypeError, ValueError) as e:
+            raise wrong(f"has a weight that is no matrix of numbers ({e})") from None
+    vocab, d_model = len(tokenizer.vocab), shapes["E"][1]
+    d_head = shapes["Wq"][1]
+    expected = {"E": (vocab, d_model), "P": (shapes["P"][0], d_model), "U": (d_model, vocab),
+                "Wq": (d_model, d_head), "Wk": (d_model, d_head), "Wv": (d_model, d_head),
+                "Wo": (d_head, d_model)}
+    for matrix, shape in expected.items():
+        if shapes[matrix] != shape:
+            raise wrong(f"has {matrix} of shape {shapes[matrix]}, expected {shape} for a "
+                        f"vocabulary of {vocab}")
+    return {"tokenizer": tokenizer, "params": params, "seed": record["seed"],
+            "steps": record["steps"]}
+
+
+def read_model(path):
+    """model_from_record of the JSON file at path. Raises ValueError naming the file when it is not
+    what train_attention.py --write wrote, and OSError when it cannot be read."""
+    name = os.path.basename(path)
+    try:
+        record = json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{name} is not valid JSON ({e}): run train_attention.py "
+                         f"--write") from None
+    return model_from_record(record, name)
