@@ -14,8 +14,8 @@ buggy procedure (softmax over every source, then zero the future without renorma
 lower-triangular matrix of weights does not prove the computation was causal. Every number goes
 through `attend`, the core the lesson's layer uses.
 
-The lab's names for the core's: its "scores" are the scores before the mask (raw_scores here: attend
-with nothing blocked), its "masked_scores" the core's `scores`, its "output" the core's `mixed`.
+The lab's names for the core's: lab06.attention returns them (its "scores" are the scores before
+the mask, its "masked_scores" the core's `scores`, its "output" the core's `mixed`).
 
     projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
     run(head, changes)                every intermediate of a head after changes, from fresh copies
@@ -44,7 +44,7 @@ from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
 from common.checks import check_allowed, check_matrix, check_number
-from lab06.head import attend, masked_softmax
+from lab06.head import attend, attention, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
 from common.views import MAX_TOKENS, exact_fraction, number, subscript
@@ -141,9 +141,9 @@ def run(head=HEAD, changes=()):
     for change in changes:
         if _stage(change) == "inputs":
             change(q, k, v, allowed)
-    cache = attend(q, k, v, allowed)
-    scores = attend(q, k, v, everything_allowed(q, k))["scores"]
-    masked_scores, weights, output = cache["scores"], cache["weights"], cache["mixed"]
+    head = attention(q, k, v, allowed)
+    scores, masked_scores, weights, output = (head[name] for name in
+                                              ("scores", "masked_scores", "weights", "output"))
     score_changes = [change for change in changes if _stage(change) == "scores"]
     weight_changes = [change for change in changes if _stage(change) == "weights"]
     if score_changes:
