@@ -47,8 +47,8 @@ def attend_backward(cache, d_mixed):
 
 
 def attention(Q, K, V, allowed):
-    """The lab's head under the lab's (and the scaffold's) names: a dict of "scores" (T, S), Q·Kᵀ/√d
-    before the mask; "masked_scores" (T, S), −∞ where blocked (attend's "scores"); "weights"
+    """The lab's head under the lab's (and the scaffold's) names: a dict of "scores" (T, S),
+    Q·Kᵀ/√d before the mask; "masked_scores" (T, S), −∞ where blocked (attend's "scores"); "weights"
     (T, S); "output" (T, d_v) (attend's "mixed"). Raises as attend does.
 
     >>> head = attention([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0], [4.0]],
