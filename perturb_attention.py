@@ -3,31 +3,36 @@
     python3 perturb_attention.py            print the lab's trace as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
-    python3 perturb_attention.py --table    Q, K, V, S, each row's softmax sum, A (also as
-                                            fractions), Z and z_i as its scaled value vectors;
-                                            then each change's rows in full
+    python3 perturb_attention.py --table --baseline [--bug B]    Part 1: the shapes, c, each
+                                            q_i·k_j, S (in ln 2), each row's softmax sum, A (also
+                                            as fractions), Z and z_i as its scaled values; a bug's
+                                            A as fractions with its sums
+    python3 perturb_attention.py --table    Part 2: each intervention's changed rows of S, A and
+                                            Z, before → after, and nothing else
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
-    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py), on
+    python3 perturb_attention.py --grade tiny_attention.py       check it (lab06/grader.py), on
                                             the lab's head or on --head FILE with the changes below
     python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
         [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
-        [--offset-scores I=c] [--set-weights I=a,b,c] [--bug post-softmax|destinations]
-                                            a head, an intervention and the bugs of your own
+        [--offset-scores I=c] [--scale-scores I=c] [--set-weights I=a,b,c]
+        [--bug post-softmax|destinations]   Part 4: a head, an intervention and bugs of your own
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
 WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the JSON are 0-based,
-positions in the flags, the views and the messages count from 1. One head, after projection only:
+as the lab's spec fixes them, with labels counted from 1 beside them (z₃); positions in the flags,
+the views and the messages count from 1. One head, after projection only:
 no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
-buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
-lower-triangular matrix of weights does not prove the computation was causal; with changes, it
-follows them. Every number goes through `attend`, the core the lesson's layer uses. A view shows a
-number as a fraction only where it lies within 1e-12 of one with a denominator of at most 100.
+what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
+deliberately buggy procedure (softmax over every source, then zero the future without
+renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
+causal; with changes, it follows them. Every number goes through `attend`, the core the lesson's
+layer uses. A view shows a number as a fraction only where it lies within 1e-9 of one with a
+denominator of at most 100.
 """
 
 import argparse

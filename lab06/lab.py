@@ -1,6 +1,6 @@
 """Lab 06's head and its experiments: compute one tiny attention head exactly, then change one
 piece of it at a time. The library that the lab's command line (perturb_attention.py) and its grader
-(grade_lab06.py) share; it prints nothing.
+(lab06/grader.py) share; it prints nothing.
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
@@ -10,10 +10,10 @@ lab's names (v₂, q₃, z₃) and the positions the interventions take count fr
 One head, after projection only: no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
-buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
-lower-triangular matrix of weights does not prove the computation was causal. Every number goes
-through `attend`, the core the lesson's layer uses.
+what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
+deliberately buggy procedure (softmax over every source, then zero the future without
+renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
+causal. Every number goes through `attend`, the core the lesson's layer uses.
 
 The lab's names for the core's: lab06.attention returns them (its "scores" are the scores before
 the mask, its "masked_scores" the core's `scores`, its "output" the core's `mixed`).
