@@ -44,6 +44,7 @@ from attention import causal_mask, matmul, transpose
 from common.safe_io import check_output_path, write_atomic
 from common.views import TOLERANCE
 from lab06 import lab as lab06
+from lab06 import runner
 from lab06.head import attend, attention, masked_softmax
 
 LIKENESS = 1e-6       # how close wrong numbers must come to a known mistake's for it to be named
@@ -130,36 +131,60 @@ class Stopped(Exception):
 
 
 class LearnerProcess:
-    """The learner's file in a process of its own, in a session of its own, asked one call at a
-    time. Answers are the runner's dicts. Raises Stopped when the process runs out of time, ends,
-    or answers out of turn; it is killed then, with everything in its group."""
+    """The learner's file in a process of its own, asked one call at a time, below a warden process
+    (runner.py --warden) that stops it and everything it started once this grading ends, however
+    it ends. Answers are the runner's dicts. Raises Stopped when the process runs out of time,
+    ends, or answers out of turn; it is killed then, with everything it started."""
 
     def __init__(self, path, call_limit, total_limit):
         self.call_limit, self.total_limit = call_limit, total_limit
         self.deadline = time.monotonic() + total_limit
-        self.count, self.stopped = 0, False
-        self.answers, self.requests = queue.Queue(), queue.Queue()
+        self.count, self.stopped, self.runner, self.mode = 0, False, None, None
+        self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
+        runner.prctl(runner.PR_SET_DUMPABLE, 0)   # a learner's process cannot open
+        requests_in, requests_out = os.pipe()                # this one's /proc/PID/fd/1
+        answers_in, answers_out = os.pipe()
+        control_in, self.control = os.pipe()
         try:
             self.process = subprocess.Popen(
-                # -B and a cache under the null device: the runner neither writes bytecode into
-                # this folder nor reads any that the learner's code may have left there
-                [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={os.devnull}", RUNNER,
-                 os.path.abspath(path)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True)
+                # -B: the runner writes no bytecode into this folder (and reads none the learner's
+                # code may have left there: runner.py moves the cache under the null device)
+                [sys.executable, "-I", "-S", "-B", RUNNER,
+                 "--warden", str(requests_in), str(answers_out), os.path.abspath(path)],
+                stdin=control_in, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=(requests_in, answers_out), start_new_session=True)
         except OSError as e:
+            for fd in (requests_in, requests_out, answers_in, answers_out, self.control):
+                os.close(fd)
             raise OSError(f"cannot start Python to run {path}: {e.strerror or e}") from None
+        finally:
+            os.close(control_in)
+        os.close(requests_in)
+        os.close(answers_out)
+        self.answer_stream = os.fdopen(answers_in, "rb")
+        self.request_stream = os.fdopen(requests_out, "wb")
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
+        threading.Thread(target=self._hear_the_warden, daemon=True).start()
         try:
+            report = self.reports.get(timeout=START_LIMIT)
+            self.runner, self.mode = int(report[1]), report[2]
             self._next("starting Python", START_LIMIT)
-        except Stopped as e:       # before any of the learner's code: this machine's problem
-            raise OSError(f"cannot start Python to run {path}: {e}") from None
+        except (Stopped, queue.Empty, IndexError, ValueError) as e:  # before any learner code
+            self.stop()
+            raise OSError(f"cannot start Python to run {path}: {e or 'no answer'}") from None
+
+    def _hear_the_warden(self):
+        """The warden's lines: "runner PID MODE" first, "exit CODE" when the runner ends."""
+        with self.process.stdout as stream:
+            for line in stream:
+                self.reports.put(line.decode("ascii", "replace").split())
+        self.reports.put(["gone"])
 
     def _read(self):
         """Each answer line, as it comes; a line without its newline is the last (the end, or an
         answer too long)."""
-        with self.process.stdout as stream:
+        with self.answer_stream as stream:
             while True:
                 line = stream.readline(MAX_ANSWER + 1)
                 self.answers.put(line)
@@ -171,13 +196,13 @@ class LearnerProcess:
         grader."""
         try:
             for request in iter(self.requests.get, None):
-                self.process.stdin.write(request)
-                self.process.stdin.flush()
+                self.request_stream.write(request)
+                self.request_stream.flush()
         except OSError:
             pass                  # the process has gone; the next answer says how
         finally:
             try:
-                self.process.stdin.close()
+                self.request_stream.close()
             except OSError:
                 pass
 
@@ -202,8 +227,9 @@ class LearnerProcess:
             self.stop()
             raise Stopped(f"{what} answered with more than {MAX_ANSWER >> 20} MB")
         if not line.endswith(b"\n"):
+            code = self._exit_code()
             self.stop()
-            raise Stopped(self._ended(what))
+            raise Stopped(self._ended(what, code))
         try:
             answer = json.loads(line)
         except (ValueError, RecursionError):
@@ -214,11 +240,24 @@ class LearnerProcess:
                           f"what the grader did not ask for")
         return answer
 
-    def _ended(self, what):
-        code = self.process.returncode
-        if code == -getattr(signal, "SIGKILL", 9):
-            return (f"the learner's process stopped answering during {what}: it was killed, or "
-                    f"it closed the grader's channel")
+    def _exit_code(self):
+        """The runner's exit status, once the warden reports it (within a second), else None."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            try:
+                report = self.reports.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if report[:1] == ["exit"] and len(report) == 2 and report[1].lstrip("-").isdigit():
+                return int(report[1])
+            if report[:1] == ["gone"]:
+                return None
+
+    @staticmethod
+    def _ended(what, code):
+        if code is None:
+            return (f"the learner's process stopped answering during {what}: it closed the "
+                    f"grader's channel, or its warden was killed")
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -229,15 +268,27 @@ class LearnerProcess:
                 f"file call os._exit, or end the process another way?")
 
     def stop(self):
-        """Kill the learner's process and everything in its group, then reap it. Idempotent."""
+        """Stop the learner's process and everything it started: closing the warden's input tells
+        it to kill them all; wait until it has. Idempotent."""
         if self.stopped:
             return
         self.stopped = True
+        os.close(self.control)
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (AttributeError, ProcessLookupError, PermissionError):  # no process groups here
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:    # the warden itself was stopped: do what it would
             self.process.kill()
-        self.process.wait()
+            self.process.wait()
+        if self.runner is not None and self.process.returncode != 0:
+            for pid in [self.runner] + runner.descendants(self.runner):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (OSError, AttributeError):
+                    pass
+            try:
+                os.killpg(self.runner, signal.SIGKILL)
+            except (OSError, AttributeError):
+                pass
         self.requests.put(None)
 
 
