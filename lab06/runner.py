@@ -192,7 +192,7 @@ def _private_names():
 
 # ---- the warden: no learner code runs here ------------------------------------------------------
 
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 24, 36, 38
 
 
 def prctl(option, value):
@@ -227,6 +227,31 @@ def descendants(root):
             found.append(child)
             todo.append(child)
     return found
+
+
+def drop_privileges():
+    """Leave this process (the runner, before the learner's code) no capability and no way to gain
+    one (Linux): run as root, it could otherwise open any process's descriptors, the grader's
+    non-dumpable ones included. Nothing happens where there is no prctl."""
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if os.geteuid() != 0:
+        return
+    for capability in range(64):
+        prctl(PR_CAPBSET_DROP, capability)
+    try:
+        import ctypes
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        none = (Data * 2)()
+        ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(Header(0x20080522, 0)), none)
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 class _Stop(Exception):
@@ -266,6 +291,7 @@ def warden(requests, answers, path):
                 # the warden read the standard library's bytecode; what the learner's code
                 # imports is read from its source, as -X pycache_prefix=/dev/null would
                 sys.pycache_prefix = os.devnull
+                drop_privileges()
                 serve(path)
             finally:
                 os._exit(127)

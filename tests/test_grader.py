@@ -359,6 +359,114 @@ def attacking_sources():
 ATTACKS = start_grading(attacking_sources())
 
 
+# A file that, as it is imported, leaves two processes that try to outlive the grading: one in a
+# session of its own (setsid), one in a process group of its own (setpgid), each the grandchild of
+# a parent that has exited, each holding the FIFO open for writing; then its matmul loops, so that
+# the grading is under way when the grader is stopped.
+ESCAPES = textwrap.dedent('''
+    import os, time
+    ready, told = os.pipe()
+    for leave in (os.setsid, lambda: os.setpgid(0, 0)):
+        if os.fork() == 0:
+            leave()
+            if os.fork() == 0:
+                alive = os.open(FIFO, os.O_WRONLY)
+                os.write(alive, b"x")
+                os.write(told, b"x")
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+    os.read(ready, 1)
+    os.read(ready, 1)
+
+
+    def matmul(left, right):
+        while True:
+            pass
+''')
+
+# A file that looks for the grader's terminal above it (its warden, then the grader) and writes a
+# forged verdict into it through /proc.
+FORGER = LEARNER + textwrap.dedent('''
+    import os
+
+
+    def _parent(pid):
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+    pid = os.getpid()
+    for _ in range(2):
+        pid = _parent(pid)
+        for fd in (1, 2):
+            try:
+                with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                    f.write("41 of 41 checks pass\\n")
+            except OSError:
+                pass
+''')
+
+
+def stop_the_grader_midway(signal_name):
+    """Grade ESCAPES with perturb_attention.py --grade in a process of its own, send that process
+    signal_name once both escapees hold the FIFO, and return (the grader's exit status, whether
+    a writer still held the FIFO 10 s after the grader ended)."""
+    import signal
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = os.path.join(tmp, "alive")
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            path = os.path.join(tmp, "tiny_attention.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(f"FIFO = {fifo!r}\n" + ESCAPES)
+            grader = subprocess.Popen([sys.executable, "perturb_attention.py", "--grade", path],
+                                      cwd=HERE, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            got = b""
+            while len(got) < 2 and select.select([reader], [], [], 20)[0]:
+                got += os.read(reader, 2)
+            grader.send_signal(getattr(signal, signal_name))
+            code = grader.wait()
+            held = True
+            while select.select([reader], [], [], 10)[0]:
+                if not os.read(reader, 64):
+                    held = False          # every writer has gone
+                    break
+            return len(got), code, held
+        finally:
+            os.close(reader)
+
+
+def start_stopping():
+    """{signal name: future of stop_the_grader_midway(name)}, run in the background."""
+    if not (hasattr(os, "mkfifo") and hasattr(os, "fork") and os.path.isdir("/proc")):
+        return {}
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    futures = {name: pool.submit(stop_the_grader_midway, name)
+               for name in ("SIGTERM", "SIGHUP", "SIGINT")}
+    pool.shutdown(wait=False)
+    return futures
+
+
+def forge_a_verdict():
+    """perturb_attention.py --grade on FORGER, its standard output captured."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tiny_attention.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(FORGER)
+        return subprocess.run([sys.executable, "perturb_attention.py", "--grade", path],
+                              cwd=HERE, capture_output=True, text=True)
+
+
+STOPPED = start_stopping()
+FORGED = concurrent.futures.ThreadPoolExecutor(1).submit(forge_a_verdict) \
+    if os.path.isdir("/proc") else None
+
+
 def first_fail(lines):
     return next((line for line in lines if line.startswith("FAIL")), None)
 
@@ -482,6 +590,22 @@ class Grader(MessageAssertions, unittest.TestCase):
             # Every writer gone means the end of the FIFO: the child was killed with the group.
             self.assertEqual(select.select([reader], [], [], 5)[0], [reader], "still alive")
             self.assertEqual(os.read(reader, 1), b"")
+
+    @unittest.skipUnless(STOPPED, "needs a FIFO, fork and /proc")
+    def test_no_process_of_the_file_outlives_a_grader_stopped_by_sigterm_sighup_or_ctrl_c(self):
+        for name, future in STOPPED.items():
+            ready, code, held = future.result()
+            with self.subTest(signal=name):
+                self.assertEqual(ready, 2, "the escapees never held the FIFO")
+                self.assertNotEqual(code, 0)
+                self.assertFalse(held, "a process of the learner's file outlived the grader")
+
+    @unittest.skipUnless(FORGED, "needs /proc")
+    def test_a_file_cannot_write_a_verdict_into_the_graders_terminal(self):
+        done = FORGED.result()
+        self.assertEqual(done.returncode, 0, done.stdout)
+        self.assertEqual(done.stdout.count("checks pass"), 1, done.stdout)
+        self.assertEqual(done.stderr, "")
 
     def test_the_untouched_scaffold_fails_each_check_it_lists(self):
         with tempfile.TemporaryDirectory() as tmp:
