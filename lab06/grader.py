@@ -437,16 +437,21 @@ def _like(got, matrix):
 
 
 def diagnose(got, want, mistakes):
-    """The first mistake, of (mistake, make) pairs, whose matrix make() differs from want and
-    got matches; None when none does. A make that raises does not apply to this head."""
+    """The mistake, of (mistake, make) pairs, whose matrix make() differs from want and got
+    matches; when several do, each of them, numbered: this head cannot tell them apart. None when
+    none does. A make that raises does not apply to this head."""
+    found = []
     for mistake, make in mistakes:
         try:
             matrix = make()
         except (ValueError, TypeError, ArithmeticError):
             continue
-        if not _like(want, matrix) and _like(got, matrix):
-            return mistake
-    return None
+        if not _like(want, matrix) and _like(got, matrix) and mistake not in found:
+            found.append(mistake)
+    if len(found) > 1:
+        return (f"one of {len(found)} mistakes that give these numbers on this head: "
+                + "; ".join(f"({n}) {mistake}" for n, mistake in enumerate(found, 1)))
+    return found[0] if found else None
 
 
 def _hinted(problem, mistake):
@@ -459,13 +464,16 @@ def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
     T, S, d, d_v, d_model = len(q), len(k), len(q[0]), len(v[0]), len(lab06.X[0])
     keys = "the number of keys" + (" (and of queries)" if T == S else "")
-    return [
+    scales = [
         (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
+        (f"the scores are multiplied by √d = √{d}, not divided by it", 1 / math.sqrt(d)),
         (f"the scores are divided by d = {d}, not by √d", d),
         (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
-         math.sqrt(S)),
-        (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the "
-         f"width of Q and K", math.sqrt(T)),
+         math.sqrt(S))]
+    if T != S:
+        scales.append((f"the scores are divided by √{T}, the number of queries, not by √d = "
+                       f"√{d}, the width of Q and K", math.sqrt(T)))
+    return scales + [
         (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
          f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
@@ -505,8 +513,12 @@ def masked_score_mistakes(scores, allowed):
 
 def finite_stand_in(got, want, allowed):
     """The mistake when got is want with every blocked score one finite number, else None."""
-    blocked = [g for got_row, ok_row in zip(got, allowed) if type(got_row) is list
-               for g, ok in zip(got_row, ok_row) if not ok]
+    if type(got) is not list or len(got) != len(want) or any(
+            type(row) is not list or len(row) != len(want_row)
+            for row, want_row in zip(got, want)):
+        return None                       # mismatch has said what came instead
+    blocked = [g for got_row, ok_row in zip(got, allowed) for g, ok in zip(got_row, ok_row)
+               if not ok]
     if not blocked or not all(_is_number(g) and math.isfinite(g) for g in blocked):
         return None
     if len(set(blocked)) != 1 or blocked[0] == 0.0:
@@ -574,9 +586,33 @@ def softmax_row_mistakes(scores, allowed):
 
 # ---- the checks ----------------------------------------------------------------------------------
 
+ARGUMENTS = {"matmul": ("left", "right"), "masked_softmax": ("scores", "allowed"),
+             "attention": ("Q", "K", "V", "allowed")}
+SOFTMAX_PROBE = ([0.0, math.log(2), math.log(2)], [True, True, False])   # check 7's row
+
+
+def _edit_problem(function, reply):
+    """What a call changed of its caller's arguments, in a few words, or None: said before any of
+    its numbers, which an edit may be the cause of."""
+    names = ARGUMENTS[function]
+    edited = [names[n] for n in reply.edited if type(n) is int and 0 <= n < len(names)]
+    return (f"{function} edited its inputs in place ({', '.join(edited)} changed): work on "
+            f"copies" if edited else None)
+
+
+def _softmax_edits(learner):
+    """The hint when masked_softmax edits the row it is given: attention's own rows change too."""
+    reply = learner.call("masked_softmax", *SOFTMAX_PROBE)
+    if _edit_problem("masked_softmax", reply):
+        return ("masked_softmax edits the scores it is given (masked_softmax(scores, allowed) "
+                "changed scores): the rows attention hands it change with it; work on a copy")
+    return None
+
+
 def _product(learner, left, right, want):
     reply = learner.call("matmul", left, right)
-    return reply.failure or mismatch(reply.value, want, "the product")
+    return reply.failure or _edit_problem("matmul", reply) or mismatch(reply.value, want,
+                                                                        "the product")
 
 
 def _dict_problem(value):
@@ -598,13 +634,14 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
     reply = learner.call("attention", *args)
     if reply.failure:
         return _hinted(reply.failure, when_raised and when_raised(reply))
-    problem = _dict_problem(reply.value)
+    problem = _edit_problem("attention", reply) or _dict_problem(reply.value)
     if problem:
         return problem
     got = reply.value[part]
     problem = mismatch(got, want, part, blocked, blocked_value)
     if problem:
-        mistake = mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)
+        mistake = (mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)) \
+            or _softmax_edits(learner)
         return _hinted(problem, mistake)
     return None
 
@@ -613,7 +650,8 @@ def _row(learner, scores, allowed, want, when_wrong=None):
     """masked_softmax(scores, allowed) against want; when_wrong(reply): the mistake an exception
     or a wrong row points to."""
     reply = learner.call("masked_softmax", scores, allowed)
-    problem = reply.failure or row_mismatch(reply.value, want, [not ok for ok in allowed])
+    problem = reply.failure or _edit_problem("masked_softmax", reply) or row_mismatch(
+        reply.value, want, [not ok for ok in allowed])
     if problem and not reply.failure:
         mistake = diagnose([reply.value], [want], softmax_row_mistakes(scores, allowed))
         return _hinted(problem, mistake or (when_wrong and when_wrong(reply)))
@@ -667,41 +705,56 @@ def _refused_shape(shape, v_width):
     return hint
 
 
-def _no_shift(reply):
-    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value):
-        return ("no shift: exp(−1000) underflows to 0 for every source; subtract the largest "
-                "allowed score before exp")
+def _exp_trouble(reply):
+    """What the exponentials did, as the error or the answer shows it, in a few words; or None."""
+    if reply.error == "OverflowError" or _not_finite(reply.value) == "∞":
+        return "an exp overflowed"
+    if reply.error == "ZeroDivisionError":
+        return "every exp underflowed to 0, and their sum with them"
+    if _not_finite(reply.value) == "NaN":
+        return "a NaN came out"
     return None
+
+
+def _no_shift(reply):
+    trouble = _exp_trouble(reply)
+    return trouble and (f"no shift, or not by the largest allowed score: {trouble}; subtract "
+                        f"the largest allowed score before exp")
 
 
 def _shift_not_largest(reply):
-    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
-        return ("the shift is not the largest allowed score: exp(1000 − 0) overflows; subtract "
-                "the largest allowed score before exp")
-    return None
+    trouble = _exp_trouble(reply)
+    return trouble and (f"the shift is not the largest allowed score: {trouble}; subtract the "
+                        f"largest, 1000 here, so that no exp is above 1")
 
 
 def _shift_over_blocked(reply):
-    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value) or \
-            reply.failure is None:
-        return ("the shift is the largest of every score, blocked ones too: exp(s − 1000) "
-                "underflows for every allowed source; subtract the largest allowed score")
+    trouble = _exp_trouble(reply)
+    if trouble and "overflow" in trouble:
+        return _shift_not_largest(reply)
+    if trouble or reply.failure is None:
+        return ("the shift is the largest of every score, blocked ones too"
+                + (f": {trouble}" if trouble else "") + "; subtract the largest allowed score")
     return None
 
 
 def _large_scores(reply):
-    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
-        return ("without the largest allowed score subtracted first, exp(1000.7) overflows")
-    return None
+    trouble = _exp_trouble(reply)
+    return trouble and (f"no shift by the largest allowed score: {trouble} (exp(1000.7) alone "
+                        f"overflows)")
 
 
 def _not_finite(value):
-    """A NaN or +∞ anywhere in an answer: what an overflow or a 0/0 leaves behind."""
-    if isinstance(value, dict):
-        return any(_not_finite(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_not_finite(item) for item in value)
-    return isinstance(value, float) and (math.isnan(value) or value == math.inf)
+    """"∞" or "NaN" for the first +∞ or NaN in an answer (what an overflow or a 0/0 leaves
+    behind), else None."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _not_finite(item)
+        if found:
+            return found
+    if isinstance(value, float) and (math.isnan(value) or value == math.inf):
+        return "NaN" if math.isnan(value) else "∞"
+    return None
 
 
 # Probe heads: (q, k, v, allowed), each a mistake's witness.

@@ -154,7 +154,8 @@ MUTANTS = {
     "no shift": ([(SHIFT, "top = 0.0")],
                  "masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift: "
                  "masked_softmax raised ZeroDivisionError: float division by zero (line 18); this "
-                 "looks like: no shift"),
+                 "looks like: no shift, or not by the largest allowed score: every exp "
+                 "underflowed to 0"),
     "a non-square mask refused": (
         [("any(len(row) != len(K) for row in allowed)",
           "any(len(row) != len(allowed) for row in allowed)")],
@@ -178,7 +179,7 @@ MUTANTS = {
         [("d = len(Q[0])", "d = len(Q[0])\n    for row in Q:\n        row[:] = [x / math.sqrt(d) "
                            "for x in row]"),
          (SCALED, "scores = [[s for s in row]")],
-        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention edited its inputs in place "
         "(Q changed): work on copies"),
     "masked scores shifted in place by the softmax": (
         [("    exps = [math.exp(s - top)", "    scores[:] = [s - top for s in scores]\n"
@@ -239,13 +240,13 @@ HOSTILE = {
         "__main__._text_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
         "def matmul(left, right):\n    left.append([0.0])\n"
         "    return [[True for _ in right[0]] for _ in left[:-1]]\n",
-        "the product row 1, column 1: expected a float or an int, got a bool"),
+        "matmul: Q = X·WQ: matmul edited its inputs in place (left changed): work on copies"),
     "rewriting the runner's float texts to hide an edit": (
         "import __main__\ntry:\n    __main__.FLOAT_TEXT['2.0'] = '1.0'\nexcept TypeError:\n"
         "    pass\n_attention = attention\ndef attention(Q, K, V, allowed):\n"
         "    result = _attention([list(row) for row in Q], K, V, allowed)\n"
         "    Q[0][0] = 2.0 if Q[0][0] == 1.0 else Q[0][0]\n    return result\n",
-        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention edited its inputs in place "
         "(Q changed)"),
     "a BaseException of its own": (
         "class Boom(BaseException):\n    pass\ndef matmul(left, right):\n    raise Boom('no')\n",
