@@ -388,6 +388,13 @@ def _change_argument(flag):
     return parse
 
 
+def _seed(text):
+    if not re.fullmatch(r"\d{1,18}", text.strip()):
+        raise argparse.ArgumentTypeError(f"--seed takes the number a grading's report names, "
+                                         f"such as 721319, got {text!r}")
+    return int(text)
+
+
 def _values(text):
     try:
         return [_numbers(row) for row in text.split("/")]
@@ -425,6 +432,13 @@ def _refuse_conflicts(parser, args):
         if own:
             parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
                          f"change: add --baseline for the head's own tables, or a change")
+    if args.seed is not None and args.grade is None:
+        parser.error("--seed goes with --grade: it draws a grading's fresh cases again")
+    own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
+    if args.seed is not None and (own or changes):
+        parser.error(f"--seed draws the lab's own checks' fresh cases, and a head or change of "
+                     f"your own draws none; drop --seed or "
+                     f"{', '.join(own + sorted({change.flag for change in changes}))}")
     if args.grade is not None:
         views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--bug")]
         extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
@@ -443,6 +457,9 @@ def main(argv=None):
     parser.add_argument("--grade", metavar="FILE",
                         help="check your own tiny_attention.py, one PASS or FAIL line per check; "
                              "with --head or changes of Q, K, V and the mask, on those")
+    parser.add_argument("--seed", metavar="N", type=_seed,
+                        help="with --grade: draw the same fresh cases as the grading that named "
+                             "this seed in its report")
     parser.add_argument("--head", metavar="FILE",
                         help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
                              'with an optional "allowed" (default causal)')
@@ -485,7 +502,8 @@ def _run(args):
     if args.grade is not None:
         from lab06 import grader as grade_lab06
         own = args.head is not None or args.values is not None or changes
-        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes)
+        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes,
+                                          seed=args.seed)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace

@@ -34,6 +34,7 @@ import marshal
 import math
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
@@ -116,6 +117,7 @@ def scaffold(path):
     if os.path.lexists(path):
         raise ValueError(f"{path} already exists: the scaffold never overwrites a file "
                          f"(pick another name, or delete it first)")
+    refuse_a_shadowing_name(path, "write")
     check_output_path(path)
     names = [name for name, _ in lab_checks()]
     text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
@@ -454,8 +456,11 @@ def diagnose(got, want, mistakes):
     return found[0] if found else None
 
 
+HINT = "; this looks like: "
+
+
 def _hinted(problem, mistake):
-    return f"{problem}; this looks like: {mistake}" if problem and mistake else problem
+    return f"{problem}{HINT}{mistake}" if problem and mistake else problem
 
 
 # ---- the mistakes learners make, each made with the folder's own matmul and softmax ------------
@@ -490,6 +495,11 @@ def score_mistakes(q, k, v):
          lambda: transpose(attend(q, k, k, lab06.everything_allowed(q, k))["scores"]))]
 
 
+ZERO_FILL = "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight"
+FINITE_FILL = ("a blocked score stood in for by a finite number (such as −1e9), which wins once "
+               "the allowed scores are lower still (right near −1e8, wrong near −1e10): use −∞")
+
+
 def masked_score_mistakes(scores, allowed):
     """(mistake, make) for the masked scores, from the right scores before the mask."""
     def masked(keep, blocked_value=-math.inf):
@@ -497,7 +507,7 @@ def masked_score_mistakes(scores, allowed):
                 for i, row in enumerate(scores)]
     square = len(scores) == len(scores[0])
     return [
-        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+        (ZERO_FILL,
          lambda: masked(lambda i, j: allowed[i][j], 0.0)),
         ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
          lambda: masked(lambda i, j: not allowed[i][j])),
@@ -552,7 +562,7 @@ def weight_mistakes(q, k, v, allowed):
         ("the softmax is taken over each column (over the destinations); take it over each row, "
          "over the sources one query may read",
          lambda: lab06.softmax_over_destinations(q, k, v, allowed)[0]),
-        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+        (ZERO_FILL,
          lambda: weights(blocked_score=0.0)),
         ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
          "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
@@ -581,7 +591,9 @@ def softmax_row_mistakes(scores, allowed):
     return [("a softmax over every source with the blocked ones zeroed after it: the row is not "
              "renormalised", lambda: [[w if ok else 0.0 for w, ok in zip(unmasked, allowed)]]),
             ("the blocked sources keep their weight: take the softmax over the allowed ones only",
-             lambda: [unmasked])]
+             lambda: [unmasked]),
+            (ZERO_FILL, lambda: [masked_softmax([s if ok else 0.0 for s, ok in zip(scores, allowed)],
+                                                [True] * len(scores))])]
 
 
 # ---- the checks ----------------------------------------------------------------------------------
@@ -774,6 +786,28 @@ NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]],
                    [[True, False], [True, True]])
 
 
+NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]],
+                  [[True, False], [True, True]])
+
+
+def _fill_probe(learner):
+    """The weights near −1e10. A blocked score set to 0.0 and one set to a finite fill such as
+    −1e9 give the same wrong weights here; scores near −1e8, where the fill still loses, tell
+    them apart."""
+    want = _want(NEAR_MINUS_1E10)
+
+    def mistake(got):
+        if not _like(got, attend(*NEAR_MINUS_1E10, blocked_score=0.0)["weights"]):
+            return diagnose(got, want["weights"], weight_mistakes(*NEAR_MINUS_1E10))
+        near_1e8 = _want(NEAR_MINUS_1E8)
+        wrong_there_too = _part(learner, NEAR_MINUS_1E8, "weights", near_1e8["weights"], (),
+                                near_1e8["blocked"], 0.0)
+        return ZERO_FILL if wrong_there_too else FINITE_FILL
+
+    return _part(learner, NEAR_MINUS_1E10, "weights", want["weights"], mistake, want["blocked"],
+                 0.0)
+
+
 def _want(head_args):
     """What ours gives on (q, k, v, allowed): scores before the mask, masked_scores, weights,
     output, and where the mask blocks."""
@@ -797,10 +831,50 @@ def _all_parts(learner, args, when_raised=None):
                      output_mistakes(want["weights"], k, v)))
 
 
-def lab_checks():
+def drawn(seed):
+    """What one grading draws afresh from seed, so that no file can know its inputs ahead: a
+    product, a row for masked_softmax and two heads of shapes of their own, every number a
+    multiple of 1/2 (of 1/4 for the row) and every row of a mask with a source allowed."""
+    rng = random.Random(seed)
+
+    def matrix(rows, columns, top=4):
+        return [[rng.randint(-top, top) / 2 for _ in range(columns)] for _ in range(rows)]
+
+    def mask(rows, columns):
+        allowed = [[rng.random() < 0.6 for _ in range(columns)] for _ in range(rows)]
+        for row in allowed:
+            row[rng.randrange(columns)] = True
+        return allowed
+
+    n, m, p = (rng.randint(1, 4) for _ in range(3))
+    width = rng.randint(2, 5)
+    row = ([rng.randint(-8, 8) / 4 for _ in range(width)], mask(1, width)[0])
+    heads = []
+    for _ in range(2):
+        T, S, d, d_v = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
+        heads.append((matrix(T, d), matrix(S, d), matrix(S, d_v), mask(T, S)))
+    return {"product": (matrix(n, m), matrix(m, p)), "row": row, "heads": heads}
+
+
+def _afresh(problem, what, seed):
+    """problem, said of a case drawn afresh, with the seed that draws it again."""
+    return problem and (f"on {what} drawn afresh with seed {seed} (--seed {seed} draws it "
+                        f"again): {problem}")
+
+
+def _shape_of(head):
+    q, k, v, _ = head
+    return (f"a head of {len(q)} quer{'y' if len(q) == 1 else 'ies'} and {len(k)} sources, "
+            f"Q and K {len(q[0])} wide, V {len(v[0])} wide")
+
+
+def lab_checks(seed=0):
     """[(name, check)] for the lab's own head, in the order of the computation; check(learner)
-    is None when the learner's file passes, else what is wrong and what it looks like."""
+    is None when the learner's file passes, else what is wrong and what it looks like. Three
+    checks also take cases drawn afresh from seed (drawn): the names do not depend on it."""
     q, k, v, allowed = lab = lab06.projected()
+    fresh = drawn(seed)
+    fresh_row = (*fresh["row"], masked_softmax(*fresh["row"]))
     want = _want(lab)
     blocked = want["blocked"]
     ln2 = math.log(2)
@@ -825,10 +899,13 @@ def lab_checks():
         matrices["QKV".index(name)][at[0]][at[1]] = value
         return (*matrices, allowed)
 
-    def not_finite(name, at):
+    def not_finite(name):
+        """Witnesses of a non-finite entry in each row of Q, K or V: a check of one row alone
+        lets the others through."""
+        rows = {"Q": q, "K": k, "V": v}[name]
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
-                       [(f"{_num(bad)} in {name}", edited(name, at, bad))
-                        for bad in (math.nan, math.inf, -math.inf)])
+                       [(f"{_num(bad)} in {name} row {i + 1}", edited(name, (i, i % len(row)), bad))
+                        for i, row in enumerate(rows) for bad in (math.nan, math.inf, -math.inf)])
 
     def ragged(matrix):
         return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \
@@ -838,8 +915,9 @@ def lab_checks():
         ("matmul: Q = X·WQ", lambda learner: _product(learner, lab06.X, lab06.WQ, q)),
         ("matmul: K = X·WK", lambda learner: _product(learner, lab06.X, lab06.WK, k)),
         ("matmul: V = X·WV", lambda learner: _product(learner, lab06.X, lab06.WV, v)),
-        ("matmul: a (2, 3)·(3, 2) product", lambda learner: _product(
-            learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL))),
+        ("matmul: a (2, 3)·(3, 2) product, then one drawn afresh", lambda learner: _product(
+            learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL)) or _afresh(_product(
+                learner, *fresh["product"], matmul(*fresh["product"])), "a product", seed)),
         ("baseline scores = Q·Kᵀ/√2, before the mask",
          baseline("scores", score_mistakes(q, k, v))),
         ("baseline masked_scores: −∞ where blocked",
@@ -847,8 +925,10 @@ def lab_checks():
                                                                allowed) or diagnose(
              got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed)),
                   -math.inf)),
-        ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]",
-         lambda learner: _row(learner, [0.0, ln2, ln2], [True, True, False], [1 / 3, 2 / 3, 0.0])),
+        ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row "
+         "drawn afresh",
+         lambda learner: _row(learner, *SOFTMAX_PROBE, [1 / 3, 2 / 3, 0.0])
+         or _afresh(_row(learner, *fresh_row), "a row", seed)),
         ("masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift",
          lambda learner: _row(learner, [-1000.0, -1000.0 + ln2], [True, True],
                               masked_softmax([-1000.0, -1000.0 + ln2], [True, True]), _no_shift)),
@@ -870,18 +950,18 @@ def lab_checks():
                                weight_mistakes(*FUTURE_ABOVE), _want(FUTURE_ABOVE)["blocked"],
                                0.0, _shift_over_blocked)),
         ("weights when every score is near −1e10: a blocked source still gets none",
-         lambda learner: _part(learner, NEAR_MINUS_1E10, "weights",
-                               _want(NEAR_MINUS_1E10)["weights"],
-                               weight_mistakes(*NEAR_MINUS_1E10),
-                               _want(NEAR_MINUS_1E10)["blocked"], 0.0)),
+         _fill_probe),
         ("baseline output = weights·V",
          baseline("output", output_mistakes(want["weights"], k, v))),
         ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
          lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
                                score_mistakes(*WIDE[:3]),
                                when_raised=_refused_shape("(3, 4)", 6))),
-        ("a head of 2 queries and 3 sources: scores, masked_scores, weights and output",
-         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3))),
+        ("a head of 2 queries and 3 sources, then two heads drawn afresh: scores, "
+         "masked_scores, weights and output",
+         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3)) or next(
+             (_afresh(problem, _shape_of(head), seed) for head in fresh["heads"]
+              for problem in [_all_parts(learner, head)] if problem), None)),
     ]
     checks += [(f"{lab06.TITLES[key]}, every intermediate", intervention(change))
                for key, change in lab06.INTERVENTIONS.items()]
@@ -890,9 +970,11 @@ def lab_checks():
             learner, "matmul", ([[1.0, 2.0, 3.0]], [[1.0], [2.0]]), "inner sizes that differ")),
         ("matmul rejects a ragged matrix", lambda learner: _rejects(
             learner, "matmul", ([[1.0, 2.0], [3.0]], [[1.0], [2.0]]), "a ragged matrix")),
-        ("masked_softmax rejects a row with nothing allowed", lambda learner: _rejects(
-            learner, "masked_softmax", ([1.0, 2.0], [False, False]),
-            "a row with nothing allowed (no fallback is invented)")),
+        ("masked_softmax rejects a row with nothing allowed, an empty one too",
+         lambda learner: _rejects(
+             learner, "masked_softmax", [("both sources blocked", ([1.0, 2.0], [False, False])),
+                                         ("no source at all: masked_softmax([], [])", ([], []))],
+             "a row with nothing allowed (no fallback is invented)")),
         ("masked_softmax rejects a mask of another length", lambda learner: _rejects(
             learner, "masked_softmax", [("3 scores, 1 mask entry", ([1.0, 2.0, 3.0], [True])),
                                         ("1 score, 2 mask entries", ([1.0], [True, False]))],
@@ -913,9 +995,9 @@ def lab_checks():
                                                              [True, True, True]]), True),
         rejects("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
                                                              [True, True, True]])),
-        not_finite("Q", (2, 1)),
-        not_finite("K", (1, 0)),
-        not_finite("V", (0, 1)),
+        not_finite("Q"),
+        not_finite("K"),
+        not_finite("V"),
         rejects("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3,
                                                      v, allowed)),
         ("masked_softmax leaves scores and allowed as they were", lambda learner: _edited(
@@ -972,23 +1054,78 @@ def experiment_checks(head, changes=()):
     return checks
 
 
-def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
-    """The report, a line a check and a last line that counts them, and whether every check passed.
-    With a head or changes, that head's checks; else the lab's. Limits in seconds (CALL_LIMIT and
-    TOTAL_LIMIT by default). Raises ValueError when path is not a file to grade."""
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the top folder
+LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson beside it
+
+
+def shadowed(path):
+    """What a Python file of this name would shadow, run or imported from its folder: a module of
+    the standard library (sys.stdlib_module_names) or of this project (its top folder's modules and
+    packages); None when nothing.
+
+    >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
+    ("the standard library's json", "this project's attention", None)
+    """
+    stem, extension = os.path.splitext(os.path.basename(path))
+    if extension != ".py":
+        return None
+    if stem in sys.stdlib_module_names or stem in sys.builtin_module_names:
+        return f"the standard library's {stem}"
+    own = {os.path.splitext(name)[0] for name in os.listdir(PROJECT) if name.endswith(".py")}
+    own |= {name for name in os.listdir(PROJECT)
+            if os.path.isfile(os.path.join(PROJECT, name, "__init__.py"))}
+    return f"this project's {stem}" if stem in own else None
+
+
+def refuse_a_shadowing_name(path, doing):
+    what = shadowed(path)
+    if what:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        raise ValueError(f"cannot {doing} {path}: `import {stem}` would find it before {what}, "
+                         f"and every command beside it would break; pick another name, such as "
+                         f"tiny_attention.py")
+
+
+def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
+    """line as lines of at most width characters, broken at spaces; each after the first indented
+    to follow "FAIL  ". A word longer than a line is cut where the line ends.
+
+    >>> wrapped("FAIL  " + "word " * 4, 16)
+    ['FAIL  word word', '      word word']
+    """
+    lines = []
+    while len(line) > width:
+        cut = line.rfind(" ", len(indent) + 1, width + 1)
+        if cut == -1:
+            lines.append(line[:width])
+            line = indent + line[width:]
+        else:
+            lines.append(line[:cut])
+            line = indent + line[cut + 1:]
+    return lines + [line.rstrip()]
+
+
+def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):
+    """The report, a line a check (wrapped at LINE_WIDTH) and a last line that counts them, and
+    whether every check passed. With a head or changes, that head's checks; else the lab's, with
+    the cases drawn afresh from seed (a new one by default, named in the report when a check
+    fails). Limits in seconds (CALL_LIMIT and TOTAL_LIMIT by default). Raises ValueError when path
+    is not a file to grade, or its name would shadow a module."""
     if os.path.isdir(path):
         raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
     if not os.path.lexists(path):
         raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
     if not os.path.isfile(path):
         raise ValueError(f"cannot grade {path}: it is not a regular file, expected a Python file")
+    refuse_a_shadowing_name(path, "grade")
     with open(path, "rb") as f:       # here, so that an unreadable file is one line, not a FAIL
         if len(f.read(MAX_FILE + 1)) > MAX_FILE:
             raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
-    checks = (experiment_checks(head or lab06.HEAD, changes) if head is not None or changes
-              else lab_checks())
+    own_head = head is not None or changes
+    seed = random.SystemRandom().randrange(1, 10 ** 6) if seed is None else seed
+    checks = experiment_checks(head or lab06.HEAD, changes) if own_head else lab_checks(seed)
     name = os.path.basename(path)
-    lines, passed, stopped, current = [], 0, None, f"importing {name}"
+    lines, passed, stopped, current, hints = [], 0, None, f"importing {name}", set()
     process = LearnerProcess(path, call_limit or CALL_LIMIT, total_limit or TOTAL_LIMIT)
     try:
         learner = Learner(process, name)
@@ -1002,6 +1139,11 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
                 problem = check(learner)
             except RecursionError:      # an answer nested almost as deep as JSON allows
                 problem = "the answer is nested too deeply to be a matrix"
+            if problem is not None:     # each hint once, at its first FAIL
+                problem, _, hint = problem.partition(HINT)
+                problem += ("" if not hint else "; the mistake named above" if hint in hints
+                            else HINT + hint)
+                hints.add(hint)
             lines.append(f"PASS  {check_name}" if problem is None
                          else f"FAIL  {check_name}: {problem}")
             passed += problem is None
@@ -1011,11 +1153,16 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
         stopped = f"the learner's process was stopped, so the last {left} did not run"
     finally:
         process.stop()
+    if process.mode != "subreaper":
+        lines.append("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file "
+                     "started in a session of its own may outlive the grading")
     summary = f"{passed} of {len(checks)} checks pass"
     if passed < len(checks):
         summary += f"; {stopped}" if stopped else ""
         summary += ": fix the first FAIL and grade again"
-    return [printable(line) for line in lines] + [summary], passed == len(checks)
+        summary += "" if own_head else f" (--seed {seed} draws the same cases again)"
+    report = [printable(line) for line in lines] + [summary]
+    return [part for line in report for part in wrapped(line)], passed == len(checks)
 
 
 def printable(line):

@@ -87,6 +87,8 @@ WEIGHTS = "weights = [masked_softmax(row, oks) for row, oks in zip(masked_scores
 ALL_SOURCES = "weights = [masked_softmax(row, [True] * len(row)) for row in masked_scores]"
 SHIFT = "top = max(s for s, ok in zip(scores, allowed) if ok)"
 OUTPUT = "output = matmul(weights, V)"
+EXPS = "exps = [math.exp(s - top) if ok else 0.0 for s, ok in zip(scores, allowed)]"
+SEED = 2026        # the seed every in-process grading draws its fresh cases from
 
 # mistake: ([(a line of LEARNER, what the mutant has instead), ...], what its first FAIL says)
 MUTANTS = {
@@ -115,8 +117,9 @@ MUTANTS = {
     "an output as wide as Q, not as V": (
         [("output = matmul(weights, V)",
           "output = [row[:len(Q[0])] for row in matmul(weights, V)]")],
-        "a head of 2 queries and 3 sources: scores, masked_scores, weights and output: output "
-        "row 1: expected a list of 3 numbers, got [1.3395230986533138, 1.3209538026933725]"),
+        "a head of 2 queries and 3 sources, then two heads drawn afresh: scores, masked_scores, "
+        "weights and output: output row 1: expected a list of 3 numbers, got "
+        "[1.3395230986533138, 1.3209538026933725]"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
@@ -190,8 +193,9 @@ MUTANTS = {
         [("        raise ValueError(\"a query may attend to nothing\")\n", "        pass\n"),
          ("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not any(allowed):\n        return [0.0] * len(scores)\n    if not scores:")],
-        "masked_softmax rejects a row with nothing allowed: expected ValueError for a row with "
-        "nothing allowed (no fallback is invented), but it returned [0.0, 0.0]"),
+        "masked_softmax rejects a row with nothing allowed, an empty one too: expected ValueError "
+        "for a row with nothing allowed (no fallback is invented) (both sources blocked), but it "
+        "returned [0.0, 0.0]"),
     # each kind of bad input has more than one witness: a check of Q alone is not enough
     "a ragged K or V accepted": (
         [("if not m or any(len(row) != len(m[0]) for row in m):",
@@ -204,7 +208,60 @@ MUTANTS = {
         [("if not all(math.isfinite(x) for row in m for x in row):",
           "if any(math.isnan(x) for row in m for x in row):")],
         "attention rejects a value that is not finite: expected ValueError for a value that is "
-        "not finite (∞ in V), but it returned"),
+        "not finite (∞ in V row 1), but it returned"),
+    # finiteness checked in the first row of each matrix alone: a witness in every row
+    "finiteness checked in each matrix's first row only": (
+        [("if not all(math.isfinite(x) for row in m for x in row):",
+          "if not all(math.isfinite(x) for x in m[0]):"),
+         ("if not all(math.isfinite(s) for row in scores for s in row):",
+          "if not all(math.isfinite(s) for s in scores[0]):")],
+        "attention rejects a query that is not finite: expected ValueError for a query that is "
+        "not finite (NaN in Q row 2), but it returned"),
+    "an empty softmax answered with []": (
+        [("    if not scores or len(scores) != len(allowed) or not any(allowed):",
+          "    if scores == [] == allowed:\n        return []\n"
+          "    if not scores or len(scores) != len(allowed) or not any(allowed):")],
+        "masked_softmax rejects a row with nothing allowed, an empty one too: expected "
+        "ValueError for a row with nothing allowed (no fallback is invented) (no source at all: "
+        "masked_softmax([], [])), but it returned []"),
+    "multiplied by the square root of d": (
+        [(SCALED, "scores = [[s * math.sqrt(d) for s in row]")],
+        "this looks like: the scores are multiplied by √d = √2, not divided by it"),
+    # two fills inside masked_softmax that give the same wrong weights near −1e10
+    "−1e9 for a blocked score inside the softmax": (
+        [(SHIFT, "scores = [s if ok else -1e9 for s, ok in zip(scores, allowed)]\n"
+                 "    top = max(scores)"),
+         (EXPS, "exps = [math.exp(s - top) for s in scores]")],
+        "weights when every score is near −1e10: a blocked source still gets none: weights row "
+        "1, column 1: expected 1, got 0; this looks like: a blocked score stood in for by a "
+        "finite number (such as −1e9), which wins once the allowed scores are lower still"),
+    "0.0 for a blocked score inside the softmax": (
+        [(SHIFT, "scores = [s if ok else 0.0 for s, ok in zip(scores, allowed)]\n"
+                 "    top = max(scores)"),
+         (EXPS, "exps = [math.exp(s - top) for s in scores]")],
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: entry 1: expected 0.3333333333 (1/3), got 0.25 (1/4); this looks like: blocked "
+        "scores are set to 0.0 instead of −∞"),
+    # a masked_softmax that writes −∞ into its caller's list, seen first where it shows
+    "−∞ written into the scores before the mask": (
+        [(SHIFT, "for j, ok in enumerate(allowed):\n        if not ok:\n"
+                 "            scores[j] = -math.inf\n    " + SHIFT),
+         (WEIGHTS, "weights = [masked_softmax(row, oks) for row, oks in zip(scores, allowed)]")],
+        "baseline scores = Q·Kᵀ/√2, before the mask: scores row 1, column 2: expected 0, got −∞; "
+        "this looks like: masked_softmax edits the scores it is given"),
+    "−∞ written into the masked scores": (
+        [(SHIFT, "for j, ok in enumerate(allowed):\n        if not ok:\n"
+                 "            scores[j] = -math.inf\n    " + SHIFT)],
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: masked_softmax edited its inputs in place (scores changed): work on copies"),
+    # an int where a row should be: a report, not an error
+    "an int for a row of masked_scores": (
+        [('"masked_scores": masked_scores,', '"masked_scores": [7] + masked_scores[1:],')],
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1: expected a list of 3 "
+        "numbers, got 7"),
+    "an int for a row of the output": (
+        [(OUTPUT, "output = [7] + matmul(weights, V)[1:]")],
+        "baseline output = weights·V: output row 1: expected a list of 2 numbers, got 7"),
     "a softmax mask of another length accepted": (
         [("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not scores or not any(allowed):")],
@@ -233,8 +290,8 @@ HOSTILE = {
         "import builtins, math, sys\nsys.modules['grade_lab06'] = None\nmath.exp = lambda x: 1.0\n"
         "builtins.abs = lambda x: 0.0\nbuiltins.isinstance = lambda *a: True\n"
         "def masked_softmax(scores, allowed):\n    return [0.5] * len(scores)\n",
-        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]: entry 1: "
-        "expected 0.3333333333 (1/3), got 0.5 (1/2)"),
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: entry 1: expected 0.3333333333 (1/3), got 0.5 (1/2)"),
     "patching the runner's functions to hide a bool and an edit": (
         "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n"
         "__main__._text_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
@@ -298,6 +355,8 @@ class InProcess:
     own functions answer in this process, each request and answer through marshal and JSON as
     they travel, so the grader's checks and diagnoses run without a process per file. Every file
     that attacks the grader still gets a process of its own."""
+
+    mode = "subreaper"
 
     def __init__(self, path, call_limit, total_limit):
         self.path, self.module, self.count = os.path.abspath(path), None, 0
@@ -468,8 +527,19 @@ FORGED = concurrent.futures.ThreadPoolExecutor(1).submit(forge_a_verdict) \
     if os.path.isdir("/proc") else None
 
 
+def logical(lines):
+    """The report's lines with each wrapped line joined again: a check a line."""
+    joined = []
+    for line in lines:
+        if line.startswith(" " * 6) and joined:
+            joined[-1] += " " + line[6:]
+        else:
+            joined.append(line)
+    return joined
+
+
 def first_fail(lines):
-    return next((line for line in lines if line.startswith("FAIL")), None)
+    return next((line for line in logical(lines) if line.startswith("FAIL")), None)
 
 
 class Grader(MessageAssertions, unittest.TestCase):
@@ -486,7 +556,7 @@ class Grader(MessageAssertions, unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             paths = write_sources(tmp, own)
-            cls.graded.update({name: grade_lab06.grade(paths[name]) for name in own})
+            cls.graded.update({name: grade_lab06.grade(paths[name], seed=SEED) for name in own})
 
     def grade_source(self, source, *args):
         with tempfile.TemporaryDirectory() as tmp:
@@ -554,7 +624,108 @@ class Grader(MessageAssertions, unittest.TestCase):
                 self.assertIn(HOSTILE[name][1], first_fail(lines), "\n".join(lines))
                 self.assertTrue(all(line.isprintable() for line in lines), lines)
                 self.assertFalse(any("Traceback" in line for line in lines))
-                self.assertRegex(lines[-1], r"^\d+ of \d+ checks pass")
+                self.assertRegex(logical(lines)[-1], r"^\d+ of \d+ checks pass")
+                self.assertTrue(all(len(line) <= 100 for line in lines), lines)
+
+    def test_every_report_line_fits_in_100_characters_and_each_hint_comes_once(self):
+        for name, (lines, _) in self.graded.items():
+            with self.subTest(file=name):
+                self.assertTrue(all(len(line) <= 100 for line in lines),
+                                max(lines, key=len))
+                hints = [line.split(grade_lab06.HINT, 1)[1] for line in logical(lines)
+                         if grade_lab06.HINT in line]
+                self.assertEqual(len(hints), len(set(hints)), hints)
+
+    def test_every_shape_of_answer_gets_a_fail_that_says_what_came(self):
+        """Each check, handed answers of every shape (an int, a float, None, a bool, a string,
+        rows that are ints, dicts, empty lists, NaN), says what is wrong and raises nothing."""
+        class Shapes:
+            def __init__(self, shape):
+                self.shape = shape
+
+            def call(self, function, *args, fresh=False):
+                value = ({key: self.shape for key in ("scores", "masked_scores", "weights",
+                                                      "output")}
+                         if function == "attention" and self.shape != "<dict>" else self.shape)
+                return grade_lab06.Reply(value, None, None, None, [])
+
+        shapes = [7, 2.5, "<NoneType>", "<bool True>", "<tuple>", "<dict>", [], [7], [7, 7, 7],
+                  [[7]], [{"a": 1}] * 3, [[]] * 3, [7, [1.0, 2.0], "x"], [[float("nan")] * 3] * 3,
+                  {"scores": 1}]
+        for name, check in grade_lab06.lab_checks(SEED):
+            for shape in shapes:
+                with self.subTest(check=name, shape=shape):
+                    problem = check(Shapes(shape))
+                    if "leaves" in name or "run again" in name:
+                        continue          # checks of edits and of state: no number is judged
+                    self.assertIsInstance(problem, str)
+                    self.assertRegex(problem, r"got|expected|returned|has no|None")
+
+    def test_a_file_that_answers_from_a_table_of_the_graders_inputs_fails(self):
+        """Record every call the grader makes of a careful file, and every answer, as a table;
+        a file that answers from that table alone (and raises ValueError for anything else)
+        passes the grading it was recorded from and fails one that draws its cases afresh."""
+        class Recording(InProcess):
+            table = {}
+
+            def ask(self, call, *args):
+                answer = super().ask(call, *args)
+                if call != "import":
+                    self.table[json.dumps([call, list(args)])] = answer
+                return answer
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", Recording):
+            paths = write_sources(tmp, {"careful": (LEARNER, {})})
+            self.assertTrue(grade_lab06.grade(paths["careful"], seed=SEED)[1])
+            table = textwrap.dedent('''
+                import json
+                TABLE = json.loads(%r)
+
+
+                def answer(name, args):
+                    found = TABLE.get(json.dumps([name, args]))
+                    if found is None or "value" not in found:
+                        raise ValueError("not in the table")
+                    return found["value"]
+
+
+                def matmul(left, right):
+                    return answer("matmul", [left, right])
+
+
+                def masked_softmax(scores, allowed):
+                    return answer("masked_softmax", [scores, allowed])
+
+
+                def attention(Q, K, V, allowed):
+                    return answer("attention", [Q, K, V, allowed])
+            ''') % json.dumps(Recording.table)
+            os.mkdir(os.path.join(tmp, "table"))
+            paths = write_sources(os.path.join(tmp, "table"), {"table": (table, {})})
+            same, other = (grade_lab06.grade(paths["table"], seed=seed) for seed in (SEED, 1))
+        self.assertTrue(same[1], "\n".join(same[0]))
+        self.assertFalse(other[1])
+        self.assertIn("drawn afresh with seed 1 (--seed 1 draws it again)", first_fail(other[0]))
+
+    def test_a_name_that_would_shadow_a_module_is_refused_by_scaffold_and_grade(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("json.py", "queue.py", "attention.py", "lab06.py", "trace_attention.py",
+                         "common.py"):
+                path = os.path.join(tmp, name)
+                with self.subTest(name=name):
+                    self.assertOneLineError(run_script("perturb_attention.py", "--scaffold",
+                                                       path), "would find it before")
+                    self.assertFalse(os.path.exists(path))
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(LEARNER)
+                    self.assertOneLineError(run_script("perturb_attention.py", "--grade", path),
+                                            f"cannot grade {path}: `import {name[:-3]}` would "
+                                            f"find it before")
+        for name in sorted(sys.stdlib_module_names)[::40]:
+            self.assertIn("the standard library's", grade_lab06.shadowed(name + ".py"))
+        self.assertIsNone(grade_lab06.shadowed("tiny_attention.py"))
+        self.assertIsNone(grade_lab06.shadowed("json.txt"))
 
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
@@ -562,6 +733,7 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     def test_the_whole_grading_has_a_limit_of_its_own(self):
         lines, passed = self.graded["slow"]
+        lines = logical(lines)
         self.assertFalse(passed)
         self.assertIn("the grading was stopped after 1 s in all, during matmul", lines[-2])
         self.assertIn("so the last", lines[-1])
@@ -617,11 +789,11 @@ class Grader(MessageAssertions, unittest.TestCase):
                           if line[:7].strip().rstrip(".").isdigit()]
             done = run_script("perturb_attention.py", "--grade", path)
         self.assertEqual((done.returncode, done.stderr), (1, ""))
-        lines = done.stdout.splitlines()
+        lines = logical(done.stdout.splitlines())
         self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
                          listed)
-        self.assertEqual(lines[-1], f"0 of {len(listed)} checks pass: fix the first FAIL and "
-                                    f"grade again")
+        self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
+                                    rf"grade again \(--seed \d+ draws the same cases again\)$")
         self.assertEqual(len(listed), len(grade_lab06.lab_checks()))
 
     def test_the_scaffold_never_overwrites_a_file(self):
@@ -674,8 +846,13 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertTrue(good.stdout.endswith("\n11 of 11 checks pass\n"), good.stdout)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("FAIL  after k₃ := 2·k₃: weights, exactly 0.0 where blocked: weights "
-                      "row 1, column 1: expected 1, got 0.2857142857 (2/7); this looks like: the "
-                      "mask is applied after the softmax", bad.stdout)
+                      "row 1, column 1: expected 1, got 0.2857142857 (2/7); the mistake named "
+                      "above", logical(bad.stdout.splitlines()))
+        self.assertEqual(first_fail(bad.stdout.splitlines()),
+                         "FAIL  baseline: weights, exactly 0.0 where blocked: weights row 1, "
+                         "column 1: expected 1, got 0.4 (2/5); this looks like: the mask is applied "
+                         "after the softmax and the rows are not renormalised (they sum to less "
+                         "than 1): softmax over the allowed sources only")
 
     def test_grade_refuses_what_it_cannot_use_with_exit_2(self):
         for args, fragment in (
