@@ -592,8 +592,8 @@ def softmax_row_mistakes(scores, allowed):
              "renormalised", lambda: [[w if ok else 0.0 for w, ok in zip(unmasked, allowed)]]),
             ("the blocked sources keep their weight: take the softmax over the allowed ones only",
              lambda: [unmasked]),
-            (ZERO_FILL, lambda: [masked_softmax([s if ok else 0.0 for s, ok in zip(scores, allowed)],
-                                                [True] * len(scores))])]
+            (ZERO_FILL, lambda: [masked_softmax(
+                [s if ok else 0.0 for s, ok in zip(scores, allowed)], [True] * len(scores))])]
 
 
 # ---- the checks ----------------------------------------------------------------------------------
