@@ -109,6 +109,57 @@ if __name__ == "__main__":
 '''
 
 
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the top folder
+LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson beside it
+
+
+def shadowed(path):
+    """What a Python file of this name would shadow, run or imported from its folder: a module of
+    the standard library (sys.stdlib_module_names) or of this project (its top folder's modules and
+    packages); None when nothing.
+
+    >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
+    ("the standard library's json", "this project's attention", None)
+    """
+    stem, extension = os.path.splitext(os.path.basename(path))
+    if extension != ".py":
+        return None
+    if stem in sys.stdlib_module_names or stem in sys.builtin_module_names:
+        return f"the standard library's {stem}"
+    own = {os.path.splitext(name)[0] for name in os.listdir(PROJECT) if name.endswith(".py")}
+    own |= {name for name in os.listdir(PROJECT)
+            if os.path.isfile(os.path.join(PROJECT, name, "__init__.py"))}
+    return f"this project's {stem}" if stem in own else None
+
+
+def refuse_a_shadowing_name(path, doing):
+    what = shadowed(path)
+    if what:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        raise ValueError(f"cannot {doing} {path}: `import {stem}` would find it before {what}, "
+                         f"and every command beside it would break; pick another name, such as "
+                         f"tiny_attention.py")
+
+
+def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
+    """line as lines of at most width characters, broken at spaces; each after the first indented
+    to follow "FAIL  ". A word longer than a line is cut where the line ends.
+
+    >>> wrapped("FAIL  " + "word " * 4, 16)
+    ['FAIL  word word', '      word word']
+    """
+    lines = []
+    while len(line) > width:
+        cut = line.rfind(" ", len(indent) + 1, width + 1)
+        if cut == -1:
+            lines.append(line[:width])
+            line = indent + line[width:]
+        else:
+            lines.append(line[:cut])
+            line = indent + line[cut + 1:]
+    return lines + [line.rstrip()]
+
+
 def scaffold(path):
     """Write the starter file, which lists the grader's checks; refuse to overwrite anything."""
     if not path:
@@ -120,8 +171,10 @@ def scaffold(path):
     refuse_a_shadowing_name(path, "write")
     check_output_path(path)
     names = [name for name, _ in lab_checks()]
+    listed = [part for n, name in enumerate(names, 1)
+              for part in wrapped(f"    {n:2}. {name}", indent=" " * 8)]
     text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
-            .replace("CHECKS", "\n".join(f"    {n:2}. {name}" for n, name in enumerate(names, 1))))
+            .replace("CHECKS", "\n".join(listed)))
     write_atomic(path, text)
     return f"wrote {path}: fill in matmul, masked_softmax and attention, then run --grade {path}"
 
@@ -1052,57 +1105,6 @@ def experiment_checks(head, changes=()):
                 learner, a, "output", w["output"], output_mistakes(w["weights"], a[1], a[2]))),
         ]
     return checks
-
-
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the top folder
-LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson beside it
-
-
-def shadowed(path):
-    """What a Python file of this name would shadow, run or imported from its folder: a module of
-    the standard library (sys.stdlib_module_names) or of this project (its top folder's modules and
-    packages); None when nothing.
-
-    >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
-    ("the standard library's json", "this project's attention", None)
-    """
-    stem, extension = os.path.splitext(os.path.basename(path))
-    if extension != ".py":
-        return None
-    if stem in sys.stdlib_module_names or stem in sys.builtin_module_names:
-        return f"the standard library's {stem}"
-    own = {os.path.splitext(name)[0] for name in os.listdir(PROJECT) if name.endswith(".py")}
-    own |= {name for name in os.listdir(PROJECT)
-            if os.path.isfile(os.path.join(PROJECT, name, "__init__.py"))}
-    return f"this project's {stem}" if stem in own else None
-
-
-def refuse_a_shadowing_name(path, doing):
-    what = shadowed(path)
-    if what:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        raise ValueError(f"cannot {doing} {path}: `import {stem}` would find it before {what}, "
-                         f"and every command beside it would break; pick another name, such as "
-                         f"tiny_attention.py")
-
-
-def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
-    """line as lines of at most width characters, broken at spaces; each after the first indented
-    to follow "FAIL  ". A word longer than a line is cut where the line ends.
-
-    >>> wrapped("FAIL  " + "word " * 4, 16)
-    ['FAIL  word word', '      word word']
-    """
-    lines = []
-    while len(line) > width:
-        cut = line.rfind(" ", len(indent) + 1, width + 1)
-        if cut == -1:
-            lines.append(line[:width])
-            line = indent + line[width:]
-        else:
-            lines.append(line[:cut])
-            line = indent + line[cut + 1:]
-    return lines + [line.rstrip()]
 
 
 def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):

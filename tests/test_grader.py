@@ -767,8 +767,14 @@ class Grader(MessageAssertions, unittest.TestCase):
             path = os.path.join(tmp, "tiny_attention.py")
             self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
             with open(path, encoding="utf-8") as f:
-                listed = [line.split(". ", 1)[1] for line in f.read().split('"""')[1].splitlines()
-                          if line[:7].strip().rstrip(".").isdigit()]
+                text = f.read()
+            self.assertTrue(all(len(line) <= 100 for line in text.splitlines()))
+            listed = []
+            for line in text.split('"""')[1].splitlines():
+                if line[:7].strip().rstrip(".").isdigit():
+                    listed.append(line.split(". ", 1)[1])
+                elif line.startswith(" " * 8) and listed:
+                    listed[-1] += " " + line.strip()
             done = run_script("perturb_attention.py", "--grade", path)
         self.assertEqual((done.returncode, done.stderr), (1, ""))
         lines = logical(done.stdout.splitlines())
@@ -832,9 +838,9 @@ class Grader(MessageAssertions, unittest.TestCase):
                       "above", logical(bad.stdout.splitlines()))
         self.assertEqual(first_fail(bad.stdout.splitlines()),
                          "FAIL  baseline: weights, exactly 0.0 where blocked: weights row 1, "
-                         "column 1: expected 1, got 0.4 (2/5); this looks like: the mask is applied "
-                         "after the softmax and the rows are not renormalised (they sum to less "
-                         "than 1): softmax over the allowed sources only")
+                         "column 1: expected 1, got 0.4 (2/5); this looks like: the mask is "
+                         "applied after the softmax and the rows are not renormalised (they sum "
+                         "to less than 1): softmax over the allowed sources only")
 
     def test_grade_refuses_what_it_cannot_use_with_exit_2(self):
         for args, fragment in (
