@@ -11,21 +11,27 @@ The learner's file defines, as the lab's Part 3 asks:
     masked_softmax(scores, allowed)     one row; a blocked source gets exactly 0.0
     attention(Q, K, V, allowed)         {"scores", "masked_scores", "weights", "output"}
 
-The learner's code is not trusted. It runs in a process of its own (grade_lab06_runner.py, in a
-session of its own) that is asked one call at a time and answers each in JSON. Each call may take
-CALL_LIMIT seconds and the whole grading TOTAL_LIMIT; then the process and everything it started in
-its group are killed. Every verdict is made here, from the answers alone: a number must be a float
-or an int (not a bool, not a subclass), in the shape asked. Whatever the code does (exits, raises,
-loops in Python or in C, prints, patches what it can reach), the learner sees a FAIL line that says
-so.
+The learner's code is not trusted. It runs in a process of its own (runner.py), below a warden
+(runner.py --warden) that kills it and every process it started once the grading ends, however the
+grading ends, a new session or process group of theirs included (Linux: a child subreaper; where
+there is no prctl, the process group alone, and the report says so). It is asked one call at a time
+and answers each in JSON. Each call may take CALL_LIMIT seconds and the whole grading TOTAL_LIMIT.
+Every verdict is made here, from the answers alone: a number must be a float or an int (not a bool,
+not a subclass), in the shape asked, and a call must leave its arguments as they came. Whatever the
+code does (exits, raises, loops in Python or in C, prints, patches what it can reach, answers from
+a table of the inputs it expects), the learner sees a FAIL line that says so.
 
 The checks run in the order of the computation: the projections, the scores, the masked scores,
 the weights, the output; then the interventions, the rejections, inputs left as they were and the
-optional checks. Where wrong numbers match a mistake learners make, the line names it, so the first
-FAIL says which intermediate went wrong first and how. Rows and columns count from 1, as the lab's.
+optional checks. Three of them also take cases drawn afresh for each grading from a seed, which a
+FAIL names (grade(..., seed=N) draws them again). Where wrong numbers match a mistake learners
+make, the line names it (each, when several give the same numbers), so the first FAIL says which
+intermediate went wrong first and how; each hint comes once. Rows and columns count from 1, as the
+lab's; lines are wrapped at LINE_WIDTH.
 
-What it leaves out: a sandbox. The learner's code runs with the learner's own rights; the grader
-guards its verdict, not the machine.
+What it leaves out: a sandbox. The learner's code runs with the learner's own rights (as root, with
+no capability): the grader guards its verdict against any mistake and any trick played inside the
+learner's own processes, not the machine against a file written to attack it.
 """
 
 import collections
