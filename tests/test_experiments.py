@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -201,6 +202,31 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         done = run_script("perturb_attention.py", *args)
         self.assertEqual(done.returncode, 0, done.stderr)
         return done.stdout
+
+    def test_each_readme_exercise_opens_one_door_and_counts_positions_from_1(self):
+        """Every command of lab06/README.md's exercise table runs; a Part 1 command (and only
+        one) prints Part 1's tables; a Part 2, Part 4 or optional one prints the rows its change
+        moved, each before → after, and no table of Part 1; no position is counted from 0."""
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
+            rows = re.findall(r"^\| (Part [\d.]+|optional)[^|]*\| `python3 perturb_attention\.py "
+                              r"([^`]*)` \|$", f.read(), re.M)
+        self.assertGreaterEqual(len(rows), 12)
+        with tempfile.TemporaryDirectory() as tmp:
+            head = os.path.join(tmp, "my-head.json")
+            with open(head, "w", encoding="utf-8") as f:
+                json.dump(HEAD, f)
+            for part, command in rows:
+                with self.subTest(command=command):
+                    args = [head if arg == "my-head.json" else arg for arg in command.split()]
+                    printed = self.run_lab(*args)
+                    if part == "Part 1":
+                        self.assertIn("--baseline", args)
+                    elif part != "Part 4":
+                        self.assertNotIn("--baseline", args)
+                    self.assertEqual("A as fractions" in printed, "--baseline" in args)
+                    if "--baseline" not in args:
+                        self.assertRegex(printed, r"\n  [saz][₁-₉]+: \[.*\] → \[")
+                    self.assertNotRegex(printed, r"[xqkvsaz]₀|row 0|position 0")
 
     def test_destinations_is_a_bug_of_its_own_whose_columns_sum_to_1(self):
         """Column 1 (source x₁) is read by x₁, x₂, x₃ with scores ln 2·[1, 0, 1]:
