@@ -709,6 +709,19 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertIsNone(grade_lab06.shadowed("tiny_attention.py"))
         self.assertIsNone(grade_lab06.shadowed("json.txt"))
 
+    def test_without_prctl_the_report_says_only_the_process_group_is_stopped(self):
+        class GroupOnly(InProcess):
+            mode = "group"
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", GroupOnly):
+            paths = write_sources(tmp, {"careful": (LEARNER, {})})
+            lines, passed = grade_lab06.grade(paths["careful"], seed=SEED)
+        self.assertTrue(passed)
+        self.assertIn("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the "
+                      "file started in a session of its own may outlive the grading",
+                      logical(lines))
+
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
         self.assertTrue(passed, "\n".join(lines))
