@@ -5,7 +5,7 @@ its own and called one request at a time. It has no expected value and makes no 
     python3 -I -S runner.py tiny_attention.py                              by hand, to try it
 
 The warden stands between the grader and the learner's process, and holds no learner code: it
-starts the runner on the two descriptors it was passed, reports the runner's pid and, when it ends,
+forks the runner on the two descriptors it was passed, reports the runner's pid and, when it ends,
 its exit status on standard output, and once its standard input ends (the grader closed it, or the
 grader's process ended in any way: its normal end, Ctrl-C, SIGTERM, SIGHUP, even SIGKILL) or a
 signal asks it to stop, it kills every descendant and exits. On Linux it is a child subreaper
@@ -28,14 +28,18 @@ Before the learner's code runs, the two channels move to descriptors of their ow
 point at the null device, so what the code prints or reads never mixes with the answers; every
 builtin the runner uses is bound here, its own functions are called through a private copy of its
 names, and JSON is written with the C string encoder, so that patching builtins, json or
-__main__ does not change an answer. Address space is limited to
-MEMORY_LIMIT. What it leaves out: time limits and killing (the grader does both, from its own
-process) and any sandbox (the code runs with the user's rights, and could rewrite this process).
+__main__ does not change an answer. Address space is limited to MEMORY_LIMIT; run as root, the
+runner keeps no capability. What it leaves out: time limits (the grader keeps them, from its own
+process), killing (the warden's) and any sandbox (the code runs with the user's rights, and could
+rewrite this process).
 """
 
 import marshal
 import os
+import select
+import signal
 import sys
+import time
 import types
 from builtins import (BaseException, Exception, NotImplementedError, SyntaxError, TypeError,
                       ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
@@ -254,6 +258,9 @@ def drop_privileges():
         pass
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT")   # the warden's, each a request to stop
+
+
 class _Stop(Exception):
     """A signal asked the warden to stop."""
 
@@ -267,12 +274,9 @@ def warden(requests, answers, path):
     when the runner ends, "exit CODE" on standard output; when standard input ends or a signal
     comes, kill every descendant (MODE "subreaper") or the runner's group (MODE "group"), reap
     them all, and return."""
-    import select
-    import signal
-    import time
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_DUMPABLE, 0)             # no same-user process opens this one's descriptors
-    for name in ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT"):
+    for name in STOP_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stop)
     runner = None
@@ -312,16 +316,15 @@ def warden(requests, answers, path):
     except (_Stop, OSError):
         pass
     finally:
-        for name in ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT"):
+        for name in STOP_SIGNALS:
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_IGN)
         if runner:
-            _kill_all(runner, subreaper, time)
+            _kill_all(runner, subreaper)
 
 
-def _kill_all(runner, subreaper, time):
+def _kill_all(runner, subreaper):
     """Kill every descendant, and reap each, until none is left (or 5 s have passed)."""
-    import signal
     try:
         os.killpg(runner, signal.SIGKILL)
     except OSError:
