@@ -202,8 +202,9 @@ class LearnerProcess:
         self.deadline = time.monotonic() + total_limit
         self.count, self.stopped, self.runner, self.mode = 0, False, None, None
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
-        runner.prctl(runner.PR_SET_DUMPABLE, 0)   # a learner's process cannot open
-        requests_in, requests_out = os.pipe()                # this one's /proc/PID/fd/1
+        # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
+        runner.prctl(runner.PR_SET_DUMPABLE, 0)
+        requests_in, requests_out = os.pipe()
         answers_in, answers_out = os.pipe()
         control_in, self.control = os.pipe()
         try:
@@ -927,6 +928,15 @@ def _shape_of(head):
             f"Q and K {len(q[0])} wide, V {len(v[0])} wide")
 
 
+def _drawn_heads(learner, heads, seed):
+    """Every intermediate of each head drawn afresh: the first problem, or None."""
+    for head in heads:
+        problem = _all_parts(learner, head)
+        if problem:
+            return _afresh(problem, _shape_of(head), seed)
+    return None
+
+
 def lab_checks(seed=0):
     """[(name, check)] for the lab's own head, in the order of the computation; check(learner)
     is None when the learner's file passes, else what is wrong and what it looks like. Three
@@ -1018,9 +1028,8 @@ def lab_checks(seed=0):
                                when_raised=_refused_shape("(3, 4)", 6))),
         ("a head of 2 queries and 3 sources, then two heads drawn afresh: scores, "
          "masked_scores, weights and output",
-         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3)) or next(
-             (_afresh(problem, _shape_of(head), seed) for head in fresh["heads"]
-              for problem in [_all_parts(learner, head)] if problem), None)),
+         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3))
+         or _drawn_heads(learner, fresh["heads"], seed)),
     ]
     checks += [(f"{lab06.TITLES[key]}, every intermediate", intervention(change))
                for key, change in lab06.INTERVENTIONS.items()]
@@ -1149,9 +1158,9 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=N
                 problem = "the answer is nested too deeply to be a matrix"
             if problem is not None:     # each hint once, at its first FAIL
                 problem, _, hint = problem.partition(HINT)
-                problem += ("" if not hint else "; the mistake named above" if hint in hints
-                            else HINT + hint)
-                hints.add(hint)
+                if hint:
+                    problem += "; the mistake named above" if hint in hints else HINT + hint
+                    hints.add(hint)
             lines.append(f"PASS  {check_name}" if problem is None
                          else f"FAIL  {check_name}: {problem}")
             passed += problem is None
