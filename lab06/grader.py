@@ -303,8 +303,10 @@ class LearnerProcess:
         return answer
 
     def _exit_code(self):
-        """The runner's exit status, once the warden reports it (within a second), else None."""
-        deadline = time.monotonic() + 1.0
+        """The runner's exit status, once the warden reports it, else None: the warden reports
+        it within its next look (every 20 ms); START_LIMIT bounds the wait for a runner that
+        closed its answers and lives on, or a warden that is gone, even on a busy machine."""
+        deadline = time.monotonic() + START_LIMIT
         while True:
             try:
                 report = self.reports.get(timeout=max(0.0, deadline - time.monotonic()))
