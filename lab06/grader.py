@@ -971,12 +971,14 @@ def lab_checks(seed=0):
         return (*matrices, allowed)
 
     def not_finite(name):
-        """Witnesses of a non-finite entry in each row of Q, K or V: a check of one row alone
-        lets the others through."""
+        """Witnesses of a non-finite entry in each row of Q, K or V, NaN, ∞ and −∞ in turn: a
+        check of one row alone, or of one kind, lets the others through."""
         rows = {"Q": q, "K": k, "V": v}[name]
+        bad = (math.nan, math.inf, -math.inf)
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
-                       [(f"{_num(bad)} in {name} row {i + 1}", edited(name, (i, i % len(row)), bad))
-                        for i, row in enumerate(rows) for bad in (math.nan, math.inf, -math.inf)])
+                       [(f"{_num(bad[i % 3])} in {name} row {i + 1}",
+                         edited(name, (i, i % len(row)), bad[i % 3]))
+                        for i, row in enumerate(rows)])
 
     def ragged(matrix):
         return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \

@@ -208,7 +208,7 @@ MUTANTS = {
         [("if not all(math.isfinite(x) for row in m for x in row):",
           "if any(math.isnan(x) for row in m for x in row):")],
         "attention rejects a value that is not finite: expected ValueError for a value that is "
-        "not finite (∞ in V row 1), but it returned"),
+        "not finite (∞ in V row 2), but it returned"),
     # finiteness checked in the first row of each matrix alone: a witness in every row
     "finiteness checked in each matrix's first row only": (
         [("if not all(math.isfinite(x) for row in m for x in row):",
@@ -216,7 +216,7 @@ MUTANTS = {
          ("if not all(math.isfinite(s) for row in scores for s in row):",
           "if not all(math.isfinite(s) for s in scores[0]):")],
         "attention rejects a query that is not finite: expected ValueError for a query that is "
-        "not finite (NaN in Q row 2), but it returned"),
+        "not finite (∞ in Q row 2), but it returned"),
     "an empty softmax answered with []": (
         [("    if not scores or len(scores) != len(allowed) or not any(allowed):",
           "    if scores == [] == allowed:\n        return []\n"
