@@ -3,33 +3,38 @@
     python3 perturb_attention.py            print the lab's trace as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
-    python3 perturb_attention.py --table    Q, K, V, S, each row's softmax sum, A (also as
-                                            fractions), Z and z_i as its scaled value vectors;
-                                            then each change's rows in full
+    python3 perturb_attention.py --table --baseline [--bug B]    Part 1: the shapes, c, each
+                                            q_i·k_j, S (in ln 2), each row's softmax sum, A (also
+                                            as fractions), Z and z_i as its scaled values; a bug's
+                                            A as fractions with its sums
+    python3 perturb_attention.py --table    Part 2: each intervention's changed rows of S, A and
+                                            Z, before → after, and nothing else
     python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --export FILE  the head's weights (after the changes, if any) as
                                             {tokens, attention} for CircuitsVis or bertviz
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
-    python3 perturb_attention.py --grade tiny_attention.py       check it (grade_lab06.py), on
+    python3 perturb_attention.py --grade tiny_attention.py       check it (lab06/grader.py), on
                                             the lab's head or on --head FILE with the changes below
     python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
         [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
-        [--offset-scores I=c] [--set-weights I=a,b,c] [--bug post-softmax|destinations]
-                                            a head, an intervention and the bugs of your own
+        [--offset-scores I=c] [--scale-scores I=c] [--set-weights I=a,b,c]
+        [--bug post-softmax|destinations]   Part 4: a head, an intervention and bugs of your own
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
 WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the JSON are 0-based,
-positions in the flags, the views and the messages count from 1. One head, after projection only:
+as the lab's spec fixes them, with labels counted from 1 beside them (z₃); positions in the flags,
+the views and the messages count from 1. One head, after projection only:
 no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
-buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
-lower-triangular matrix of weights does not prove the computation was causal; with changes, it
-follows them. Every number goes through `attend`, the core the lesson's layer uses. A view shows a
-number as a fraction only where it lies within 1e-12 of one with a denominator of at most 100.
+what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
+deliberately buggy procedure (softmax over every source, then zero the future without
+renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
+causal; with changes, it follows them. Every number goes through `attend`, the core the lesson's
+layer uses. A view shows a number as a fraction only where it lies within 1e-9 of one with a
+denominator of at most 100.
 """
 
 import sys
@@ -42,7 +47,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.cli import (NotANumber, check_outputs, decimal, guarded, integer, parse_trace_args,
                             save_views, show, trace_parser)
     from common.export import export_text
-    from common.golden import rounded, to_json, write_or_check
+    from common.golden import changed_rows, rounded, to_json, write_or_check
     from common.views import heatmaps_svg, number, panel, text_table
     from lab06 import lab as lab06
     from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
@@ -62,6 +67,40 @@ def exact(x):
     """A number as the Part 1 views write it: its small fraction if it has one, else 4 decimals."""
     fraction = lab06.exact_fraction(x)
     return str(fraction) if fraction is not None else number(x)
+
+
+def _times(fraction, unit):
+    """"2c", "c", "-c", "1/2·c", "0" for fraction·unit."""
+    if fraction == 0:
+        return "0"
+    if abs(fraction) == 1:
+        return ("-" if fraction < 0 else "") + unit
+    joiner = "·" if fraction.denominator > 1 else ("" if len(unit) == 1 else " ")
+    return f"{fraction}{joiner}{unit}"
+
+
+def in_units(x, unit, name):
+    """x as a view writes it: a small fraction if it is one, else a small fraction of unit (named
+    name: "c", "ln 2"), else 4 decimals; −∞ as −∞.
+
+    >>> in_units(2 * math.log(2), math.log(2), "ln 2"), in_units(0.5, math.log(2), "ln 2")
+    ('2 ln 2', '1/2')
+    """
+    if not math.isfinite(x):
+        return number(x)
+    fraction = lab06.exact_fraction(x)
+    if fraction is not None:
+        return str(fraction)
+    fraction = lab06.exact_fraction(x / unit)
+    return _times(fraction, name) if fraction is not None else number(x)
+
+
+def in_ln2(x):
+    return in_units(x, math.log(2), "ln 2")
+
+
+def in_c(x):
+    return in_units(x, lab06.C, "c")
 
 
 def softmax_sums(case, labels):
@@ -93,6 +132,41 @@ def scaled_values(case, values, labels):
     return "\n".join(lines)
 
 
+def _pair(i, j):
+    """"₂₁" for row 2, column 1; "₁₀,₃" once a position has two digits."""
+    return subscript(i) + ("," if max(i, j) > 9 else "") + subscript(j)
+
+
+MAX_DOTS = 25       # the most dot products written out term by term
+
+
+def dot_products(q, k):
+    """Each q_i·k_j written term by term, K's entries as multiples of c where they are, and the
+    score s_ij = q_i·k_j/√d it gives (before the mask), as a multiple of ln 2 where it is one."""
+    d = len(q[0])
+    if len(q) * len(k) > MAX_DOTS:
+        return [f"({len(q) * len(k)} dot products: written out for heads of at most {MAX_DOTS})"]
+    lines = []
+    for i, q_row in enumerate(q, 1):
+        for j, k_row in enumerate(k, 1):
+            terms = " + ".join(f"{in_c(a)}·{in_c(b)}" for a, b in zip(q_row, k_row))
+            dot = math.fsum(a * b for a, b in zip(q_row, k_row))
+            lines.append(f"q{subscript(i)}·k{subscript(j)} = {terms} = {in_c(dot)}; "
+                         f"s{_pair(i, j)} = {in_c(dot)}/√{d} = {in_ln2(dot / math.sqrt(d))}")
+    return lines
+
+
+def shapes(head, base):
+    """One line of shapes: what each matrix of the head is, (rows, columns)."""
+    def shape(m):
+        return f"({len(m)}, {len(m[0])})"
+    given = ("X", "WQ", "WK", "V" if "V" in head else "WV")
+    return ("shapes: " + ", ".join(f"{name} {shape(head[name])}" for name in given) + "; "
+            f"Q {shape(base['Q'])}, K {shape(base['K'])}, V {shape(base['V'])};\n        "
+            f"S = Q·Kᵀ/√d {shape(base['scores'])} with d = {len(base['Q'][0])}, "
+            f"A {shape(base['weights'])}, Z = A·V {shape(base['output'])}")
+
+
 def _shown(case):
     """A case's weights for a table: "0" where masked or zeroed, the number elsewhere."""
     marks = case["zeroed"] or case["hatched"]
@@ -100,74 +174,111 @@ def _shown(case):
             for row, m_row, h_row in zip(case["weights"], marks, case["hatched"])]
 
 
-def _changes_of_z(case, labels):
-    """z_i before → after for each row of Z that changed, and how far it moved."""
-    lines = []
-    for i in case["output_rows"]:
-        old, new = case["before"]["output"][i], case["output"][i]
-        moved = [b - a for a, b in zip(old, new)]
-        lines.append(f"  z{subscript(i + 1)}: {vector_text(old, exact)} → "
-                     f"{vector_text(new, exact)}, moved by {vector_text(moved, exact)}")
-    for name, key, rows in (("A", "weights", case["weight_rows"]),
-                            ("Z", "output", case["output_rows"])):
-        largest = max((abs(b - a) for i in rows for a, b in
-                       zip(case["before"][key][i], case[key][i])), default=0.0)
-        if rows and largest < 1e-9:
-            lines.append(f"  ({name} moved by at most {largest:.2g}: rounding alone)")
-    return lines
+def _fractions(matrix):
+    return [[exact(w) if isinstance(w, float) else w for w in row] for row in matrix]
 
 
-def lab_table(result, head=HEAD, changes=(), baseline_only=False):
-    """The baseline's Q, K, V, S, each row's softmax sum, A (also as fractions), Z and z_i as its
-    scaled value vectors, as aligned tables; then, unless baseline_only (Part 1 alone, before the
-    learner has predicted the rest), for each intervention and bug the rows of S, A and Z that
-    changed, in full, and how each z_i moved."""
+def part_one_table(result, head=HEAD):
+    """Part 1 of the lab, on the head before any change: the shapes, c kept exact, Q, K (in c),
+    V, each q_i·k_j written out, S before the mask as multiples of ln 2, S masked, each row's
+    softmax sum, A (also as fractions), Z and z_i as its scaled value vectors; then each bug in
+    result (the buggy procedure, the softmax over destinations) with A as fractions and its row
+    (and column) sums."""
     base = result["baseline"]
     labels = position_labels(len(base["Q"]))
-    found = cases(result, head, changes)
-    lines = ["baseline (rows: positions; A and S columns: the sources attended to)"]
+    found = cases(result, head)
+    lines = ["Part 1: the head before any change (rows: positions; S and A columns: the sources)",
+             shapes(head, base), f"c = √2·ln 2 = {lab06.C!r}, kept exact: written c below", ""]
     for name, matrix, columns in (
-            ("Q", base["Q"], None), ("K", base["K"], None), ("V", base["V"], None),
-            ("S = Q·Kᵀ/√d, −∞ where masked", base["masked_scores"], labels),
+            ("Q", _fractions(base["Q"]), None),
+            ("K, its entries as multiples of c where they are",
+             [[in_c(x) for x in row] for row in base["K"]], None),
+            ("V", _fractions(base["V"]), None),
+            ("each dot product q_i·k_j, and the score s_ij = q_i·k_j/√d it gives", None, None),
+            ("S = Q·Kᵀ/√d before the mask, each entry a multiple of ln 2 where it is one",
+             [[in_ln2(x) for x in row] for row in base["scores"]], labels),
+            ("S masked: −∞ where allowed is False",
+             [[in_ln2(x) for x in row] for row in base["masked_scores"]], labels),
             ("softmax of each row: the sources it reads, exp of each score before any shift, and "
              "their sum", None, None),
             ("A = softmax of each row of S", _shown(found[0]), labels),
-            ("A as fractions", [[exact(w) if isinstance(w, float) else w for w in row]
-                                for row in _shown(found[0])], labels),
+            ("A as fractions", _fractions(_shown(found[0])), labels),
             ("Z = A·V", base["output"], None),
             ("z_i = Σ a_ij·v_j over the sources row i reads", None, None)):
         if matrix is None:
-            view = (softmax_sums(found[0], labels) if name.startswith("softmax")
+            view = ("\n".join(dot_products(base["Q"], base["K"])) if name.startswith("each dot")
+                    else softmax_sums(found[0], labels) if name.startswith("softmax")
                     else scaled_values(found[0], base["V"], labels))
             lines += [name, view, ""]
             continue
         columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
         lines += [name, text_table(labels, columns, matrix), ""]
-    for case in [] if baseline_only else found[1:]:
-        lines.append(f"{case['title']} ({case['subtitle']})" if case["subtitle"] else case["title"])
-        every_row = case["zeroed"] is not None or case["scores"] is None
-        a_rows = z_rows = list(range(len(labels)))
-        if not every_row:
-            a_rows, z_rows = case["weight_rows"], case["output_rows"]
-            s_rows = [i for i, (a, b) in enumerate(zip(case["before"]["scores"], case["scores"]))
-                      if a != b]
-            if s_rows:
-                lines += ["  S, the rows that changed:",
-                          text_table([labels[i] for i in s_rows], labels,
-                                     [case["scores"][i] for i in s_rows])]
-        for name, rows, matrix, columns in (("A", a_rows, _shown(case), labels),
-                                            ("Z", z_rows, case["output"], None)):
-            columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
-            if rows:
-                lines += [f"  {name}, every row:" if every_row else
-                          f"  {name}, the rows that changed:",
-                          text_table([labels[i] for i in rows], columns, [matrix[i] for i in rows])]
-            else:
-                lines.append(f"  {name}: no row changed")
-        if case["before"] is not None:
-            lines += _changes_of_z(case, labels)
+    for case in found[1:]:
+        key = lab06.BUGS[case["key"]][0]
+        sums = [("row", result[key]["row_sums"])] + [
+            ("column", result[key][s]) for s in ("column_sums",) if s in result[key]]
+        lines += [case["title"]] + [
+            f"  {which} sums: {', '.join(exact(x) for x in values)}" for which, values in sums] + [
+            "  A as fractions:",
+                  text_table(labels, labels, _fractions(_shown(case))), "  Z:",
+                  text_table(labels, [str(c + 1) for c in range(len(case["output"][0]))],
+                             _fractions(case["output"])), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _moved(name, i, old, new, shown=exact):
+    """"  z₃: [3/2, 3] → [8/5, 12/5], moved by [1/10, -3/5]": one row before → after."""
+    line = f"  {name}{subscript(i + 1)}: {vector_text(old, shown)} → {vector_text(new, shown)}"
+    if all(math.isfinite(x) for x in old + new):
+        line += f", moved by {vector_text([b - a for a, b in zip(old, new)], shown)}"
+    return line
+
+
+def _changed_rows(case, before):
+    """The rows of S, A and Z a case changed, each before → after, and nothing else."""
+    lines = []
+    if case["scores"] is not None and before["scores"] is not None:
+        for i, (old, new) in enumerate(zip(before["scores"], case["scores"])):
+            if old != new:
+                lines.append(_moved("s", i, old, new, in_ln2))
+    for name, key, rows in (("a", "weights", case["weight_rows"]),
+                            ("z", "output", case["output_rows"])):
+        if not rows:
+            lines.append(f"  {name.upper()}: no row changed")
+        lines += [_moved(name, i, before[key][i], case[key][i]) for i in rows]
+        if key == "output":
+            lines += [f"  z{subscript(i + 1)}: {vector_text(case['output'][i], exact)}, unchanged"
+                      for i in case["weight_rows"] if i not in rows]
+        largest = max((abs(b - a) for i in rows for a, b in
+                       zip(before[key][i], case[key][i])), default=0.0)
+        if rows and largest < 1e-9:
+            lines.append(f"  ({name.upper()} moved by at most {largest:.2g}: rounding alone)")
+    return lines
+
+
+def changes_table(result, head=HEAD, changes=()):
+    """Part 2 (and Part 4, a head or change of your own): for each intervention and each bug after
+    it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's
+    answers. For the lab's own result, the four interventions, and after the fourth the buggy
+    procedure's rows that the doubled future key moved."""
+    found = cases(result, head, changes)
+    labels = position_labels(len(result["baseline"]["weights"]))
+    lines = []
+    for case in found[1:]:
+        if case["before"] is None:       # a bug on the unchanged head: Part 1's answer
+            continue
+        title = f"{case['title']} ({case['subtitle']})"
+        lines += [title] if len(title) <= 100 else [case["title"], f"  ({case['subtitle']})"]
+        lines += _changed_rows(case, case["before"])
+        if case["key"] == "future_key_perturbation" and "buggy_post_softmax" in result:
+            old, new = result["buggy_post_softmax"]["output"], \
+                result["interventions"][case["key"]]["buggy_output"]
+            rows = changed_rows(old, new)
+            lines.append(f"  the buggy procedure (softmax, then zero the future) after the same "
+                         f"change: Z changed at {', '.join(labels[i] for i in rows) or 'no row'}")
+            lines += [_moved("z", i, old[i], new[i]) for i in rows]
         lines.append("")
-    if "baseline_unchanged" in result and not baseline_only:
+    if "baseline_unchanged" in result:
         lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -254,6 +365,8 @@ CHANGE_FLAGS = {
                        lambda t: lab06.shift_values(_numbers(t))),
     "--offset-scores": ("I=c", "add c to every score of row I", "3=1000",
                         lambda t: lab06.offset_scores(*_position_then_number(t))),
+    "--scale-scores": ("I=c", "multiply every score of row I by c", "3=1000",
+                       lambda t: lab06.scale_scores(*_position_then_number(t))),
     "--set-weights": ("I=a,b,...", "a_I := [a, b, ...] after the softmax, a map of your own",
                       "3=3/8,1/8,1/2", lambda t: lab06.set_weights(*_position_then_numbers(t))),
 }
@@ -270,6 +383,13 @@ def _change_argument(flag):
             raise argparse.ArgumentTypeError(f"{flag} takes {text_form} such as {example}, "
                                              f"got {text!r}{_why(e)}") from None
     return parse
+
+
+def _seed(text):
+    if not re.fullmatch(r"\d{1,18}", text.strip()):
+        raise argparse.ArgumentTypeError(f"--seed takes the number a grading's report names, "
+                                         f"such as 721319, got {text!r}")
+    return int(text)
 
 
 def _values(text):
@@ -297,10 +417,25 @@ def _refuse_conflicts(parser, args):
         if not args.table:
             parser.error("--baseline goes with --table: it prints Part 1's tables alone")
         extras = given[1:] + sorted({change.flag for change in changes})
-        extras = [flag for flag in extras if flag not in ("--head", "--values")]
+        extras = [flag for flag in extras if flag not in ("--head", "--values", "--bug")]
         if extras:
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
+    elif args.table and not changes and args.grade is None and args.scaffold is None:
+        if args.bug:
+            parser.error("--bug on the head before any change is Part 1's answer: add --baseline "
+                         "(or a change, to see what it does to the bug)")
+        own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
+        if own:
+            parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
+                         f"change: add --baseline for the head's own tables, or a change")
+    if args.seed is not None and args.grade is None:
+        parser.error("--seed goes with --grade: it draws a grading's fresh cases again")
+    own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
+    if args.seed is not None and (own or changes):
+        parser.error(f"--seed draws the lab's own checks' fresh cases, and a head or change of "
+                     f"your own draws none; drop --seed or "
+                     f"{', '.join(own + sorted({change.flag for change in changes}))}")
     if args.grade is not None:
         views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--export",
                                                     "--bug")]
@@ -320,6 +455,9 @@ def main(argv=None):
     parser.add_argument("--grade", metavar="FILE",
                         help="check your own tiny_attention.py, one PASS or FAIL line per check; "
                              "with --head or changes of Q, K, V and the mask, on those")
+    parser.add_argument("--seed", metavar="N", type=_seed,
+                        help="with --grade: draw the same fresh cases as the grading that named "
+                             "this seed in its report")
     parser.add_argument("--head", metavar="FILE",
                         help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
                              'with an optional "allowed" (default causal)')
@@ -339,8 +477,8 @@ def main(argv=None):
                         help="write the head's weights, after the changes if any, as {tokens, "
                              "attention} JSON for CircuitsVis or bertviz (tokens: x₁, x₂, …)")
     parser.add_argument("--baseline", action="store_true",
-                        help="with --table: Part 1's tables alone, none of the interventions "
-                             "you are yet to predict")
+                        help="with --table: Part 1's tables alone (with --bug, the bug's too), "
+                             "none of the interventions you are yet to predict")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
                                                         "bug", "html", "export"))
     if (args.write or args.check) and args.changes:
@@ -368,12 +506,13 @@ def _run(args):
     if args.grade is not None:
         from lab06 import grader as grade_lab06
         own = args.head is not None or args.values is not None or changes
-        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes)
+        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes,
+                                          seed=args.seed)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
     bugs = list(dict.fromkeys(args.bug or []))
-    result = lab06.experiment(head, changes, bugs) if own else lab06.lab()
+    result = lab06.experiment(head, changes, bugs) if own or args.baseline else lab06.lab()
     weights = (result["intervention"] if changes else result["baseline"])["weights"]
     save_views([(args.svg, args.svg and lab_svg(result, head, changes), None, None),
                 (args.html, args.html and lab_page(result, head, changes), PAGE,
@@ -381,7 +520,8 @@ def _run(args):
                 (args.export, args.export and export_text(position_labels(len(weights)),
                                                           [[weights]]), None, None)])
     if args.table:
-        show(lab_table(result, head, changes, args.baseline))
+        show(part_one_table(result, head) if args.baseline
+             else changes_table(result, head, changes))
     if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))

@@ -11,21 +11,27 @@ The learner's file defines, as the lab's Part 3 asks:
     masked_softmax(scores, allowed)     one row; a blocked source gets exactly 0.0
     attention(Q, K, V, allowed)         {"scores", "masked_scores", "weights", "output"}
 
-The learner's code is not trusted. It runs in a process of its own (grade_lab06_runner.py, in a
-session of its own) that is asked one call at a time and answers each in JSON. Each call may take
-CALL_LIMIT seconds and the whole grading TOTAL_LIMIT; then the process and everything it started in
-its group are killed. Every verdict is made here, from the answers alone: a number must be a float
-or an int (not a bool, not a subclass), in the shape asked. Whatever the code does (exits, raises,
-loops in Python or in C, prints, patches what it can reach), the learner sees a FAIL line that says
-so.
+The learner's code is not trusted. It runs in a process of its own (runner.py), below a warden
+(runner.py --warden) that kills it and every process it started once the grading ends, however the
+grading ends, a new session or process group of theirs included (Linux: a child subreaper; where
+there is no prctl, the process group alone, and the report says so). It is asked one call at a time
+and answers each in JSON. Each call may take CALL_LIMIT seconds and the whole grading TOTAL_LIMIT.
+Every verdict is made here, from the answers alone: a number must be a float or an int (not a bool,
+not a subclass), in the shape asked, and a call must leave its arguments as they came. Whatever the
+code does (exits, raises, loops in Python or in C, prints, patches what it can reach, answers from
+a table of the inputs it expects), the learner sees a FAIL line that says so.
 
 The checks run in the order of the computation: the projections, the scores, the masked scores,
 the weights, the output; then the interventions, the rejections, inputs left as they were and the
-optional checks. Where wrong numbers match a mistake learners make, the line names it, so the first
-FAIL says which intermediate went wrong first and how. Rows and columns count from 1, as the lab's.
+optional checks. Three of them also take cases drawn afresh for each grading from a seed, which a
+FAIL names (grade(..., seed=N) draws them again). Where wrong numbers match a mistake learners
+make, the line names it (each, when several give the same numbers), so the first FAIL says which
+intermediate went wrong first and how; each hint comes once. Rows and columns count from 1, as the
+lab's; lines are wrapped at LINE_WIDTH.
 
-What it leaves out: a sandbox. The learner's code runs with the learner's own rights; the grader
-guards its verdict, not the machine.
+What it leaves out: a sandbox. The learner's code runs with the learner's own rights (as root, with
+no capability): the grader guards its verdict against any mistake and any trick played inside the
+learner's own processes, not the machine against a file written to attack it.
 """
 
 import collections
@@ -34,6 +40,7 @@ import marshal
 import math
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
@@ -44,7 +51,8 @@ from attention import causal_mask, matmul, transpose
 from common.safe_io import check_output_path, write_atomic
 from common.views import TOLERANCE
 from lab06 import lab as lab06
-from lab06.head import attend, masked_softmax
+from lab06 import runner
+from lab06.head import attend, attention, masked_softmax
 
 LIKENESS = 1e-6       # how close wrong numbers must come to a known mistake's for it to be named
 CALL_LIMIT = 2.0      # seconds one call of the learner's code may take; importing it is a call
@@ -107,6 +115,57 @@ if __name__ == "__main__":
 '''
 
 
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the top folder
+LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson beside it
+
+
+def shadowed(path):
+    """What a Python file of this name would shadow, run or imported from its folder: a module of
+    the standard library (sys.stdlib_module_names) or of this project (its top folder's modules and
+    packages); None when nothing.
+
+    >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
+    ("the standard library's json", "this project's attention", None)
+    """
+    stem, extension = os.path.splitext(os.path.basename(path))
+    if extension != ".py":
+        return None
+    if stem in sys.stdlib_module_names or stem in sys.builtin_module_names:
+        return f"the standard library's {stem}"
+    own = {os.path.splitext(name)[0] for name in os.listdir(PROJECT) if name.endswith(".py")}
+    own |= {name for name in os.listdir(PROJECT)
+            if os.path.isfile(os.path.join(PROJECT, name, "__init__.py"))}
+    return f"this project's {stem}" if stem in own else None
+
+
+def refuse_a_shadowing_name(path, doing):
+    what = shadowed(path)
+    if what:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        raise ValueError(f"cannot {doing} {path}: `import {stem}` would find it before {what}, "
+                         f"and every command beside it would break; pick another name, such as "
+                         f"tiny_attention.py")
+
+
+def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
+    """line as lines of at most width characters, broken at spaces; each after the first indented
+    to follow "FAIL  ". A word longer than a line is cut where the line ends.
+
+    >>> wrapped("FAIL  " + "word " * 4, 16)
+    ['FAIL  word word', '      word word']
+    """
+    lines = []
+    while len(line) > width:
+        cut = line.rfind(" ", len(indent) + 1, width + 1)
+        if cut == -1:
+            lines.append(line[:width])
+            line = indent + line[width:]
+        else:
+            lines.append(line[:cut])
+            line = indent + line[cut + 1:]
+    return lines + [line.rstrip()]
+
+
 def scaffold(path):
     """Write the starter file, which lists the grader's checks; refuse to overwrite anything."""
     if not path:
@@ -115,10 +174,13 @@ def scaffold(path):
     if os.path.lexists(path):
         raise ValueError(f"{path} already exists: the scaffold never overwrites a file "
                          f"(pick another name, or delete it first)")
+    refuse_a_shadowing_name(path, "write")
     check_output_path(path)
     names = [name for name, _ in lab_checks()]
+    listed = [part for n, name in enumerate(names, 1)
+              for part in wrapped(f"    {n:2}. {name}", indent=" " * 8)]
     text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
-            .replace("CHECKS", "\n".join(f"    {n:2}. {name}" for n, name in enumerate(names, 1))))
+            .replace("CHECKS", "\n".join(listed)))
     write_atomic(path, text)
     return f"wrote {path}: fill in matmul, masked_softmax and attention, then run --grade {path}"
 
@@ -130,36 +192,61 @@ class Stopped(Exception):
 
 
 class LearnerProcess:
-    """The learner's file in a process of its own, in a session of its own, asked one call at a
-    time. Answers are the runner's dicts. Raises Stopped when the process runs out of time, ends,
-    or answers out of turn; it is killed then, with everything in its group."""
+    """The learner's file in a process of its own, asked one call at a time, below a warden process
+    (runner.py --warden) that stops it and everything it started once this grading ends, however
+    it ends. Answers are the runner's dicts. Raises Stopped when the process runs out of time,
+    ends, or answers out of turn; it is killed then, with everything it started."""
 
     def __init__(self, path, call_limit, total_limit):
         self.call_limit, self.total_limit = call_limit, total_limit
         self.deadline = time.monotonic() + total_limit
-        self.count, self.stopped = 0, False
-        self.answers, self.requests = queue.Queue(), queue.Queue()
+        self.count, self.stopped, self.runner, self.mode = 0, False, None, None
+        self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
+        # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
+        runner.prctl(runner.PR_SET_DUMPABLE, 0)
+        requests_in, requests_out = os.pipe()
+        answers_in, answers_out = os.pipe()
+        control_in, self.control = os.pipe()
         try:
             self.process = subprocess.Popen(
-                # -B and a cache under the null device: the runner neither writes bytecode into
-                # this folder nor reads any that the learner's code may have left there
-                [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={os.devnull}", RUNNER,
-                 os.path.abspath(path)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True)
+                # -B: the runner writes no bytecode into this folder (and reads none the learner's
+                # code may have left there: runner.py moves the cache under the null device)
+                [sys.executable, "-I", "-S", "-B", RUNNER,
+                 "--warden", str(requests_in), str(answers_out), os.path.abspath(path)],
+                stdin=control_in, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=(requests_in, answers_out), start_new_session=True)
         except OSError as e:
+            for fd in (requests_in, requests_out, answers_in, answers_out, self.control):
+                os.close(fd)
             raise OSError(f"cannot start Python to run {path}: {e.strerror or e}") from None
+        finally:
+            os.close(control_in)
+        os.close(requests_in)
+        os.close(answers_out)
+        self.answer_stream = os.fdopen(answers_in, "rb")
+        self.request_stream = os.fdopen(requests_out, "wb")
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
+        threading.Thread(target=self._hear_the_warden, daemon=True).start()
         try:
+            report = self.reports.get(timeout=START_LIMIT)
+            self.runner, self.mode = int(report[1]), report[2]
             self._next("starting Python", START_LIMIT)
-        except Stopped as e:       # before any of the learner's code: this machine's problem
-            raise OSError(f"cannot start Python to run {path}: {e}") from None
+        except (Stopped, queue.Empty, IndexError, ValueError) as e:  # before any learner code
+            self.stop()
+            raise OSError(f"cannot start Python to run {path}: {e or 'no answer'}") from None
+
+    def _hear_the_warden(self):
+        """The warden's lines: "runner PID MODE" first, "exit CODE" when the runner ends."""
+        with self.process.stdout as stream:
+            for line in stream:
+                self.reports.put(line.decode("ascii", "replace").split())
+        self.reports.put(["gone"])
 
     def _read(self):
         """Each answer line, as it comes; a line without its newline is the last (the end, or an
         answer too long)."""
-        with self.process.stdout as stream:
+        with self.answer_stream as stream:
             while True:
                 line = stream.readline(MAX_ANSWER + 1)
                 self.answers.put(line)
@@ -171,13 +258,13 @@ class LearnerProcess:
         grader."""
         try:
             for request in iter(self.requests.get, None):
-                self.process.stdin.write(request)
-                self.process.stdin.flush()
+                self.request_stream.write(request)
+                self.request_stream.flush()
         except OSError:
             pass                  # the process has gone; the next answer says how
         finally:
             try:
-                self.process.stdin.close()
+                self.request_stream.close()
             except OSError:
                 pass
 
@@ -202,8 +289,9 @@ class LearnerProcess:
             self.stop()
             raise Stopped(f"{what} answered with more than {MAX_ANSWER >> 20} MB")
         if not line.endswith(b"\n"):
+            code = self._exit_code()
             self.stop()
-            raise Stopped(self._ended(what))
+            raise Stopped(self._ended(what, code))
         try:
             answer = json.loads(line)
         except (ValueError, RecursionError):
@@ -214,11 +302,26 @@ class LearnerProcess:
                           f"what the grader did not ask for")
         return answer
 
-    def _ended(self, what):
-        code = self.process.returncode
-        if code == -getattr(signal, "SIGKILL", 9):
-            return (f"the learner's process stopped answering during {what}: it was killed, or "
-                    f"it closed the grader's channel")
+    def _exit_code(self):
+        """The runner's exit status, once the warden reports it, else None: the warden reports
+        it within its next look (every 20 ms); START_LIMIT bounds the wait for a runner that
+        closed its answers and lives on, or a warden that is gone, even on a busy machine."""
+        deadline = time.monotonic() + START_LIMIT
+        while True:
+            try:
+                report = self.reports.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if report[:1] == ["exit"] and len(report) == 2 and report[1].lstrip("-").isdigit():
+                return int(report[1])
+            if report[:1] == ["gone"]:
+                return None
+
+    @staticmethod
+    def _ended(what, code):
+        if code is None:
+            return (f"the learner's process stopped answering during {what}: it closed the "
+                    f"grader's channel, or its warden was killed")
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -229,15 +332,27 @@ class LearnerProcess:
                 f"file call os._exit, or end the process another way?")
 
     def stop(self):
-        """Kill the learner's process and everything in its group, then reap it. Idempotent."""
+        """Stop the learner's process and everything it started: closing the warden's input tells
+        it to kill them all; wait until it has. Idempotent."""
         if self.stopped:
             return
         self.stopped = True
+        os.close(self.control)
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (AttributeError, ProcessLookupError, PermissionError):  # no process groups here
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:    # the warden itself was stopped: do what it would
             self.process.kill()
-        self.process.wait()
+            self.process.wait()
+        if self.runner is not None and self.process.returncode != 0:
+            for pid in [self.runner] + runner.descendants(self.runner):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (OSError, AttributeError):
+                    pass
+            try:
+                os.killpg(self.runner, signal.SIGKILL)
+            except (OSError, AttributeError):
+                pass
         self.requests.put(None)
 
 
@@ -386,20 +501,28 @@ def _like(got, matrix):
 
 
 def diagnose(got, want, mistakes):
-    """The first mistake, of (mistake, make) pairs, whose matrix make() differs from want and
-    got matches; None when none does. A make that raises does not apply to this head."""
+    """The mistake, of (mistake, make) pairs, whose matrix make() differs from want and got
+    matches; when several do, each of them, numbered: this head cannot tell them apart. None when
+    none does. A make that raises does not apply to this head."""
+    found = []
     for mistake, make in mistakes:
         try:
             matrix = make()
         except (ValueError, TypeError, ArithmeticError):
             continue
-        if not _like(want, matrix) and _like(got, matrix):
-            return mistake
-    return None
+        if not _like(want, matrix) and _like(got, matrix) and mistake not in found:
+            found.append(mistake)
+    if len(found) > 1:
+        return (f"one of {len(found)} mistakes that give these numbers on this head: "
+                + "; ".join(f"({n}) {mistake}" for n, mistake in enumerate(found, 1)))
+    return found[0] if found else None
+
+
+HINT = "; this looks like: "
 
 
 def _hinted(problem, mistake):
-    return f"{problem}; this looks like: {mistake}" if problem and mistake else problem
+    return f"{problem}{HINT}{mistake}" if problem and mistake else problem
 
 
 # ---- the mistakes learners make, each made with the folder's own matmul and softmax ------------
@@ -408,13 +531,16 @@ def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
     T, S, d, d_v, d_model = len(q), len(k), len(q[0]), len(v[0]), len(lab06.X[0])
     keys = "the number of keys" + (" (and of queries)" if T == S else "")
-    return [
+    scales = [
         (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
+        (f"the scores are multiplied by √d = √{d}, not divided by it", 1 / math.sqrt(d)),
         (f"the scores are divided by d = {d}, not by √d", d),
         (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
-         math.sqrt(S)),
-        (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the "
-         f"width of Q and K", math.sqrt(T)),
+         math.sqrt(S))]
+    if T != S:
+        scales.append((f"the scores are divided by √{T}, the number of queries, not by √d = "
+                       f"√{d}, the width of Q and K", math.sqrt(T)))
+    return scales + [
         (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
          f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
@@ -431,6 +557,11 @@ def score_mistakes(q, k, v):
          lambda: transpose(attend(q, k, k, lab06.everything_allowed(q, k))["scores"]))]
 
 
+ZERO_FILL = "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight"
+FINITE_FILL = ("a blocked score stood in for by a finite number (such as −1e9), which wins once "
+               "the allowed scores are lower still (right near −1e8, wrong near −1e10): use −∞")
+
+
 def masked_score_mistakes(scores, allowed):
     """(mistake, make) for the masked scores, from the right scores before the mask."""
     def masked(keep, blocked_value=-math.inf):
@@ -438,7 +569,7 @@ def masked_score_mistakes(scores, allowed):
                 for i, row in enumerate(scores)]
     square = len(scores) == len(scores[0])
     return [
-        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+        (ZERO_FILL,
          lambda: masked(lambda i, j: allowed[i][j], 0.0)),
         ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
          lambda: masked(lambda i, j: not allowed[i][j])),
@@ -454,8 +585,12 @@ def masked_score_mistakes(scores, allowed):
 
 def finite_stand_in(got, want, allowed):
     """The mistake when got is want with every blocked score one finite number, else None."""
-    blocked = [g for got_row, ok_row in zip(got, allowed) if type(got_row) is list
-               for g, ok in zip(got_row, ok_row) if not ok]
+    if type(got) is not list or len(got) != len(want) or any(
+            type(row) is not list or len(row) != len(want_row)
+            for row, want_row in zip(got, want)):
+        return None                       # mismatch has said what came instead
+    blocked = [g for got_row, ok_row in zip(got, allowed) for g, ok in zip(got_row, ok_row)
+               if not ok]
     if not blocked or not all(_is_number(g) and math.isfinite(g) for g in blocked):
         return None
     if len(set(blocked)) != 1 or blocked[0] == 0.0:
@@ -489,7 +624,7 @@ def weight_mistakes(q, k, v, allowed):
         ("the softmax is taken over each column (over the destinations); take it over each row, "
          "over the sources one query may read",
          lambda: lab06.softmax_over_destinations(q, k, v, allowed)[0]),
-        ("blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight",
+        (ZERO_FILL,
          lambda: weights(blocked_score=0.0)),
         ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
          "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
@@ -518,14 +653,40 @@ def softmax_row_mistakes(scores, allowed):
     return [("a softmax over every source with the blocked ones zeroed after it: the row is not "
              "renormalised", lambda: [[w if ok else 0.0 for w, ok in zip(unmasked, allowed)]]),
             ("the blocked sources keep their weight: take the softmax over the allowed ones only",
-             lambda: [unmasked])]
+             lambda: [unmasked]),
+            (ZERO_FILL, lambda: [masked_softmax(
+                [s if ok else 0.0 for s, ok in zip(scores, allowed)], [True] * len(scores))])]
 
 
 # ---- the checks ----------------------------------------------------------------------------------
 
+ARGUMENTS = {"matmul": ("left", "right"), "masked_softmax": ("scores", "allowed"),
+             "attention": ("Q", "K", "V", "allowed")}
+SOFTMAX_PROBE = ([0.0, math.log(2), math.log(2)], [True, True, False])   # check 7's row
+
+
+def _edit_problem(function, reply):
+    """What a call changed of its caller's arguments, in a few words, or None: said before any of
+    its numbers, which an edit may be the cause of."""
+    names = ARGUMENTS[function]
+    edited = [names[n] for n in reply.edited if type(n) is int and 0 <= n < len(names)]
+    return (f"{function} edited its inputs in place ({', '.join(edited)} changed): work on "
+            f"copies" if edited else None)
+
+
+def _softmax_edits(learner):
+    """The hint when masked_softmax edits the row it is given: attention's own rows change too."""
+    reply = learner.call("masked_softmax", *SOFTMAX_PROBE)
+    if _edit_problem("masked_softmax", reply):
+        return ("masked_softmax edits the scores it is given (masked_softmax(scores, allowed) "
+                "changed scores): the rows attention hands it change with it; work on a copy")
+    return None
+
+
 def _product(learner, left, right, want):
     reply = learner.call("matmul", left, right)
-    return reply.failure or mismatch(reply.value, want, "the product")
+    return reply.failure or _edit_problem("matmul", reply) or mismatch(reply.value, want,
+                                                                        "the product")
 
 
 def _dict_problem(value):
@@ -547,13 +708,14 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
     reply = learner.call("attention", *args)
     if reply.failure:
         return _hinted(reply.failure, when_raised and when_raised(reply))
-    problem = _dict_problem(reply.value)
+    problem = _edit_problem("attention", reply) or _dict_problem(reply.value)
     if problem:
         return problem
     got = reply.value[part]
     problem = mismatch(got, want, part, blocked, blocked_value)
     if problem:
-        mistake = mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)
+        mistake = (mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)) \
+            or _softmax_edits(learner)
         return _hinted(problem, mistake)
     return None
 
@@ -562,7 +724,8 @@ def _row(learner, scores, allowed, want, when_wrong=None):
     """masked_softmax(scores, allowed) against want; when_wrong(reply): the mistake an exception
     or a wrong row points to."""
     reply = learner.call("masked_softmax", scores, allowed)
-    problem = reply.failure or row_mismatch(reply.value, want, [not ok for ok in allowed])
+    problem = reply.failure or _edit_problem("masked_softmax", reply) or row_mismatch(
+        reply.value, want, [not ok for ok in allowed])
     if problem and not reply.failure:
         mistake = diagnose([reply.value], [want], softmax_row_mistakes(scores, allowed))
         return _hinted(problem, mistake or (when_wrong and when_wrong(reply)))
@@ -616,41 +779,56 @@ def _refused_shape(shape, v_width):
     return hint
 
 
-def _no_shift(reply):
-    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value):
-        return ("no shift: exp(−1000) underflows to 0 for every source; subtract the largest "
-                "allowed score before exp")
+def _exp_trouble(reply):
+    """What the exponentials did, as the error or the answer shows it, in a few words; or None."""
+    if reply.error == "OverflowError" or _not_finite(reply.value) == "∞":
+        return "an exp overflowed"
+    if reply.error == "ZeroDivisionError":
+        return "every exp underflowed to 0, and their sum with them"
+    if _not_finite(reply.value) == "NaN":
+        return "a NaN came out"
     return None
+
+
+def _no_shift(reply):
+    trouble = _exp_trouble(reply)
+    return trouble and (f"no shift, or not by the largest allowed score: {trouble}; subtract "
+                        f"the largest allowed score before exp")
 
 
 def _shift_not_largest(reply):
-    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
-        return ("the shift is not the largest allowed score: exp(1000 − 0) overflows; subtract "
-                "the largest allowed score before exp")
-    return None
+    trouble = _exp_trouble(reply)
+    return trouble and (f"the shift is not the largest allowed score: {trouble}; subtract the "
+                        f"largest, 1000 here, so that no exp is above 1")
 
 
 def _shift_over_blocked(reply):
-    if reply.error in ("ZeroDivisionError", "OverflowError") or _not_finite(reply.value) or \
-            reply.failure is None:
-        return ("the shift is the largest of every score, blocked ones too: exp(s − 1000) "
-                "underflows for every allowed source; subtract the largest allowed score")
+    trouble = _exp_trouble(reply)
+    if trouble and "overflow" in trouble:
+        return _shift_not_largest(reply)
+    if trouble or reply.failure is None:
+        return ("the shift is the largest of every score, blocked ones too"
+                + (f": {trouble}" if trouble else "") + "; subtract the largest allowed score")
     return None
 
 
 def _large_scores(reply):
-    if reply.error in ("OverflowError", "ZeroDivisionError") or _not_finite(reply.value):
-        return ("without the largest allowed score subtracted first, exp(1000.7) overflows")
-    return None
+    trouble = _exp_trouble(reply)
+    return trouble and (f"no shift by the largest allowed score: {trouble} (exp(1000.7) alone "
+                        f"overflows)")
 
 
 def _not_finite(value):
-    """A NaN or +∞ anywhere in an answer: what an overflow or a 0/0 leaves behind."""
-    if isinstance(value, dict):
-        return any(_not_finite(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_not_finite(item) for item in value)
-    return isinstance(value, float) and (math.isnan(value) or value == math.inf)
+    """"∞" or "NaN" for the first +∞ or NaN in an answer (what an overflow or a 0/0 leaves
+    behind), else None."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _not_finite(item)
+        if found:
+            return found
+    if isinstance(value, float) and (math.isnan(value) or value == math.inf):
+        return "NaN" if math.isnan(value) else "∞"
+    return None
 
 
 # Probe heads: (q, k, v, allowed), each a mistake's witness.
@@ -670,14 +848,32 @@ NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]],
                    [[True, False], [True, True]])
 
 
+NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]],
+                  [[True, False], [True, True]])
+
+
+def _fill_probe(learner):
+    """The weights near −1e10. A blocked score set to 0.0 and one set to a finite fill such as
+    −1e9 give the same wrong weights here; scores near −1e8, where the fill still loses, tell
+    them apart."""
+    want = _want(NEAR_MINUS_1E10)
+
+    def mistake(got):
+        if not _like(got, attend(*NEAR_MINUS_1E10, blocked_score=0.0)["weights"]):
+            return diagnose(got, want["weights"], weight_mistakes(*NEAR_MINUS_1E10))
+        near_1e8 = _want(NEAR_MINUS_1E8)
+        wrong_there_too = _part(learner, NEAR_MINUS_1E8, "weights", near_1e8["weights"], (),
+                                near_1e8["blocked"], 0.0)
+        return ZERO_FILL if wrong_there_too else FINITE_FILL
+
+    return _part(learner, NEAR_MINUS_1E10, "weights", want["weights"], mistake, want["blocked"],
+                 0.0)
+
+
 def _want(head_args):
     """What ours gives on (q, k, v, allowed): scores before the mask, masked_scores, weights,
     output, and where the mask blocks."""
-    q, k, v, allowed = head_args
-    cache = attend(q, k, v, allowed)
-    return {"scores": attend(q, k, v, lab06.everything_allowed(q, k))["scores"],
-            "masked_scores": cache["scores"], "weights": cache["weights"],
-            "output": cache["mixed"], "blocked": [[not ok for ok in row] for row in allowed]}
+    return {**attention(*head_args), "blocked": [[not ok for ok in row] for row in head_args[3]]}
 
 
 def _all_parts(learner, args, when_raised=None):
@@ -697,10 +893,59 @@ def _all_parts(learner, args, when_raised=None):
                      output_mistakes(want["weights"], k, v)))
 
 
-def lab_checks():
+def drawn(seed):
+    """What one grading draws afresh from seed, so that no file can know its inputs ahead: a
+    product, a row for masked_softmax and two heads of shapes of their own, every number a
+    multiple of 1/2 (of 1/4 for the row) and every row of a mask with a source allowed."""
+    rng = random.Random(seed)
+
+    def matrix(rows, columns, top=4):
+        return [[rng.randint(-top, top) / 2 for _ in range(columns)] for _ in range(rows)]
+
+    def mask(rows, columns):
+        allowed = [[rng.random() < 0.6 for _ in range(columns)] for _ in range(rows)]
+        for row in allowed:
+            row[rng.randrange(columns)] = True
+        return allowed
+
+    n, m, p = (rng.randint(1, 4) for _ in range(3))
+    width = rng.randint(2, 5)
+    row = ([rng.randint(-8, 8) / 4 for _ in range(width)], mask(1, width)[0])
+    heads = []
+    for _ in range(2):
+        T, S, d, d_v = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
+        heads.append((matrix(T, d), matrix(S, d), matrix(S, d_v), mask(T, S)))
+    return {"product": (matrix(n, m), matrix(m, p)), "row": row, "heads": heads}
+
+
+def _afresh(problem, what, seed):
+    """problem, said of a case drawn afresh, with the seed that draws it again."""
+    return problem and (f"on {what} drawn afresh with seed {seed} (--seed {seed} draws it "
+                        f"again): {problem}")
+
+
+def _shape_of(head):
+    q, k, v, _ = head
+    return (f"a head of {len(q)} quer{'y' if len(q) == 1 else 'ies'} and {len(k)} sources, "
+            f"Q and K {len(q[0])} wide, V {len(v[0])} wide")
+
+
+def _drawn_heads(learner, heads, seed):
+    """Every intermediate of each head drawn afresh: the first problem, or None."""
+    for head in heads:
+        problem = _all_parts(learner, head)
+        if problem:
+            return _afresh(problem, _shape_of(head), seed)
+    return None
+
+
+def lab_checks(seed=0):
     """[(name, check)] for the lab's own head, in the order of the computation; check(learner)
-    is None when the learner's file passes, else what is wrong and what it looks like."""
+    is None when the learner's file passes, else what is wrong and what it looks like. Three
+    checks also take cases drawn afresh from seed (drawn): the names do not depend on it."""
     q, k, v, allowed = lab = lab06.projected()
+    fresh = drawn(seed)
+    fresh_row = (*fresh["row"], masked_softmax(*fresh["row"]))
     want = _want(lab)
     blocked = want["blocked"]
     ln2 = math.log(2)
@@ -725,10 +970,15 @@ def lab_checks():
         matrices["QKV".index(name)][at[0]][at[1]] = value
         return (*matrices, allowed)
 
-    def not_finite(name, at):
+    def not_finite(name):
+        """Witnesses of a non-finite entry in each row of Q, K or V, NaN, ∞ and −∞ in turn: a
+        check of one row alone, or of one kind, lets the others through."""
+        rows = {"Q": q, "K": k, "V": v}[name]
+        bad = (math.nan, math.inf, -math.inf)
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
-                       [(f"{_num(bad)} in {name}", edited(name, at, bad))
-                        for bad in (math.nan, math.inf, -math.inf)])
+                       [(f"{_num(bad[i % 3])} in {name} row {i + 1}",
+                         edited(name, (i, i % len(row)), bad[i % 3]))
+                        for i, row in enumerate(rows)])
 
     def ragged(matrix):
         return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \
@@ -738,8 +988,9 @@ def lab_checks():
         ("matmul: Q = X·WQ", lambda learner: _product(learner, lab06.X, lab06.WQ, q)),
         ("matmul: K = X·WK", lambda learner: _product(learner, lab06.X, lab06.WK, k)),
         ("matmul: V = X·WV", lambda learner: _product(learner, lab06.X, lab06.WV, v)),
-        ("matmul: a (2, 3)·(3, 2) product", lambda learner: _product(
-            learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL))),
+        ("matmul: a (2, 3)·(3, 2) product, then one drawn afresh", lambda learner: _product(
+            learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL)) or _afresh(_product(
+                learner, *fresh["product"], matmul(*fresh["product"])), "a product", seed)),
         ("baseline scores = Q·Kᵀ/√2, before the mask",
          baseline("scores", score_mistakes(q, k, v))),
         ("baseline masked_scores: −∞ where blocked",
@@ -747,8 +998,10 @@ def lab_checks():
                                                                allowed) or diagnose(
              got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed)),
                   -math.inf)),
-        ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]",
-         lambda learner: _row(learner, [0.0, ln2, ln2], [True, True, False], [1 / 3, 2 / 3, 0.0])),
+        ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row "
+         "drawn afresh",
+         lambda learner: _row(learner, *SOFTMAX_PROBE, [1 / 3, 2 / 3, 0.0])
+         or _afresh(_row(learner, *fresh_row), "a row", seed)),
         ("masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift",
          lambda learner: _row(learner, [-1000.0, -1000.0 + ln2], [True, True],
                               masked_softmax([-1000.0, -1000.0 + ln2], [True, True]), _no_shift)),
@@ -770,18 +1023,17 @@ def lab_checks():
                                weight_mistakes(*FUTURE_ABOVE), _want(FUTURE_ABOVE)["blocked"],
                                0.0, _shift_over_blocked)),
         ("weights when every score is near −1e10: a blocked source still gets none",
-         lambda learner: _part(learner, NEAR_MINUS_1E10, "weights",
-                               _want(NEAR_MINUS_1E10)["weights"],
-                               weight_mistakes(*NEAR_MINUS_1E10),
-                               _want(NEAR_MINUS_1E10)["blocked"], 0.0)),
+         _fill_probe),
         ("baseline output = weights·V",
          baseline("output", output_mistakes(want["weights"], k, v))),
         ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
          lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
                                score_mistakes(*WIDE[:3]),
                                when_raised=_refused_shape("(3, 4)", 6))),
-        ("a head of 2 queries and 3 sources: scores, masked_scores, weights and output",
-         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3))),
+        ("a head of 2 queries and 3 sources, then two heads drawn afresh: scores, "
+         "masked_scores, weights and output",
+         lambda learner: _all_parts(learner, NON_SQUARE, _refused_shape("(2, 3)", 3))
+         or _drawn_heads(learner, fresh["heads"], seed)),
     ]
     checks += [(f"{lab06.TITLES[key]}, every intermediate", intervention(change))
                for key, change in lab06.INTERVENTIONS.items()]
@@ -790,9 +1042,11 @@ def lab_checks():
             learner, "matmul", ([[1.0, 2.0, 3.0]], [[1.0], [2.0]]), "inner sizes that differ")),
         ("matmul rejects a ragged matrix", lambda learner: _rejects(
             learner, "matmul", ([[1.0, 2.0], [3.0]], [[1.0], [2.0]]), "a ragged matrix")),
-        ("masked_softmax rejects a row with nothing allowed", lambda learner: _rejects(
-            learner, "masked_softmax", ([1.0, 2.0], [False, False]),
-            "a row with nothing allowed (no fallback is invented)")),
+        ("masked_softmax rejects a row with nothing allowed, an empty one too",
+         lambda learner: _rejects(
+             learner, "masked_softmax", [("both sources blocked", ([1.0, 2.0], [False, False])),
+                                         ("no source at all: masked_softmax([], [])", ([], []))],
+             "a row with nothing allowed (no fallback is invented)")),
         ("masked_softmax rejects a mask of another length", lambda learner: _rejects(
             learner, "masked_softmax", [("3 scores, 1 mask entry", ([1.0, 2.0, 3.0], [True])),
                                         ("1 score, 2 mask entries", ([1.0], [True, False]))],
@@ -813,9 +1067,9 @@ def lab_checks():
                                                              [True, True, True]]), True),
         rejects("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
                                                              [True, True, True]])),
-        not_finite("Q", (2, 1)),
-        not_finite("K", (1, 0)),
-        not_finite("V", (0, 1)),
+        not_finite("Q"),
+        not_finite("K"),
+        not_finite("V"),
         rejects("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3,
                                                      v, allowed)),
         ("masked_softmax leaves scores and allowed as they were", lambda learner: _edited(
@@ -872,23 +1126,27 @@ def experiment_checks(head, changes=()):
     return checks
 
 
-def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
-    """The report, a line a check and a last line that counts them, and whether every check passed.
-    With a head or changes, that head's checks; else the lab's. Limits in seconds (CALL_LIMIT and
-    TOTAL_LIMIT by default). Raises ValueError when path is not a file to grade."""
+def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):
+    """The report, a line a check (wrapped at LINE_WIDTH) and a last line that counts them, and
+    whether every check passed. With a head or changes, that head's checks; else the lab's, with
+    the cases drawn afresh from seed (a new one by default, named in the report when a check
+    fails). Limits in seconds (CALL_LIMIT and TOTAL_LIMIT by default). Raises ValueError when path
+    is not a file to grade, or its name would shadow a module."""
     if os.path.isdir(path):
         raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
     if not os.path.lexists(path):
         raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
     if not os.path.isfile(path):
         raise ValueError(f"cannot grade {path}: it is not a regular file, expected a Python file")
+    refuse_a_shadowing_name(path, "grade")
     with open(path, "rb") as f:       # here, so that an unreadable file is one line, not a FAIL
         if len(f.read(MAX_FILE + 1)) > MAX_FILE:
             raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
-    checks = (experiment_checks(head or lab06.HEAD, changes) if head is not None or changes
-              else lab_checks())
+    own_head = head is not None or changes
+    seed = random.SystemRandom().randrange(1, 10 ** 6) if seed is None else seed
+    checks = experiment_checks(head or lab06.HEAD, changes) if own_head else lab_checks(seed)
     name = os.path.basename(path)
-    lines, passed, stopped, current = [], 0, None, f"importing {name}"
+    lines, passed, stopped, current, hints = [], 0, None, f"importing {name}", set()
     process = LearnerProcess(path, call_limit or CALL_LIMIT, total_limit or TOTAL_LIMIT)
     try:
         learner = Learner(process, name)
@@ -902,6 +1160,11 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
                 problem = check(learner)
             except RecursionError:      # an answer nested almost as deep as JSON allows
                 problem = "the answer is nested too deeply to be a matrix"
+            if problem is not None:     # each hint once, at its first FAIL
+                problem, _, hint = problem.partition(HINT)
+                if hint:
+                    problem += "; the mistake named above" if hint in hints else HINT + hint
+                    hints.add(hint)
             lines.append(f"PASS  {check_name}" if problem is None
                          else f"FAIL  {check_name}: {problem}")
             passed += problem is None
@@ -911,11 +1174,16 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None):
         stopped = f"the learner's process was stopped, so the last {left} did not run"
     finally:
         process.stop()
+    if process.mode != "subreaper":
+        lines.append("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file "
+                     "started in a session of its own may outlive the grading")
     summary = f"{passed} of {len(checks)} checks pass"
     if passed < len(checks):
         summary += f"; {stopped}" if stopped else ""
         summary += ": fix the first FAIL and grade again"
-    return [printable(line) for line in lines] + [summary], passed == len(checks)
+        summary += "" if own_head else f" (--seed {seed} draws the same cases again)"
+    report = [printable(line) for line in lines] + [summary]
+    return [part for line in report for part in wrapped(line)], passed == len(checks)
 
 
 def printable(line):

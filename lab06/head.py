@@ -5,6 +5,8 @@ boolean mask, each checked at its door, then computed by core/masked.py's lines.
     attend(q, k, v, allowed, blocked_score)    scores, weights and mixed of q (T, d), k (S, d),
                                                v (S, d_v) and allowed (T, S)
     attend_backward(cache, d_mixed)            (d_q, d_k, d_v) of what attend returned
+    attention(Q, K, V, allowed)                the lab's names for attend's: scores (before the
+                                               mask), masked_scores, weights and output
 
 allowed[i][j] is True when query i may attend to source j: the polarity of PyTorch's boolean
 `attn_mask` (and the opposite of nn.MultiheadAttention's masks).
@@ -42,3 +44,20 @@ def attend_backward(cache, d_mixed):
     (T, d_v). Returns (d_q, d_k, d_v)."""
     checks.check_core_backward(cache, d_mixed)
     return attention_core_backward(cache, d_mixed)
+
+
+def attention(Q, K, V, allowed):
+    """The lab's head under the lab's (and the scaffold's) names: a dict of "scores" (T, S),
+    Q·Kᵀ/√d before the mask; "masked_scores" (T, S), −∞ where blocked (attend's "scores"); "weights"
+    (T, S); "output" (T, d_v) (attend's "mixed"). Raises as attend does.
+
+    >>> head = attention([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0], [4.0]],
+    ...                  [[True, False], [True, True]])
+    >>> head["masked_scores"][0], head["output"][0]
+    ([0.7071067811865475, -inf], [2.0])
+    """
+    cache = attend(Q, K, V, allowed)
+    nothing_blocked = [[True] * len(K) for _ in Q]
+    return {"scores": attend(Q, K, V, nothing_blocked)["scores"],
+            "masked_scores": cache["scores"], "weights": cache["weights"],
+            "output": cache["mixed"]}

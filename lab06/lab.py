@@ -1,21 +1,22 @@
 """Lab 06's head and its experiments: compute one tiny attention head exactly, then change one
 piece of it at a time. The library that the lab's command line (perturb_attention.py) and its grader
-(grade_lab06.py) share; it prints nothing.
+(lab06/grader.py) share; it prints nothing.
 
 The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
 c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
 WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions. Row indices in the records are
-0-based; the lab's names (v₂, q₃, z₃) and the positions the interventions take count from 1.
+0-based, as the lab's spec fixes them, each list beside its labels counted from 1 (a₃, z₃); the
+lab's names (v₂, q₃, z₃) and the positions the interventions take count from 1.
 One head, after projection only: no bias, dropout, normalization, residual or output projection.
 
 Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (1), a query (2), one connection (3), a future key (4). The deliberately
-buggy procedure (softmax over every source, then zero the future without renormalizing) shows that a
-lower-triangular matrix of weights does not prove the computation was causal. Every number goes
-through `attend`, the core the lesson's layer uses.
+what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
+deliberately buggy procedure (softmax over every source, then zero the future without
+renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
+causal. Every number goes through `attend`, the core the lesson's layer uses.
 
-The lab's names for the core's: its "scores" are the scores before the mask (raw_scores here: attend
-with nothing blocked), its "masked_scores" the core's `scores`, its "output" the core's `mixed`.
+The lab's names for the core's: lab06.attention returns them (its "scores" are the scores before
+the mask, its "masked_scores" the core's `scores`, its "output" the core's `mixed`).
 
     projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
     run(head, changes)                every intermediate of a head after changes, from fresh copies
@@ -27,7 +28,8 @@ with nothing blocked), its "masked_scores" the core's `scores`, its "output" the
     read_head(path), with_values(head, values)    a head of your own; values of your own
     ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j), shift_values(shift)
                                       changes of Q, K, V or the mask, positions counted from 1
-    offset_scores(i, c), set_weights(i, weights)  changes of row i's scores or weights
+    offset_scores(i, c), scale_scores(i, c), set_weights(i, weights)
+                                      changes of row i's scores or weights
     experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
 
 A change is applied where it acts: the changes of Q, K, V and the mask first, in the order given,
@@ -44,7 +46,7 @@ from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
 from common.checks import NotANumber, check_allowed, check_matrix, check_number, float_of
-from lab06.head import attend, masked_softmax
+from lab06.head import attend, attention, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
 from common.views import MAX_TOKENS, exact_fraction, number, subscript
@@ -141,9 +143,9 @@ def run(head=HEAD, changes=()):
     for change in changes:
         if _stage(change) == "inputs":
             change(q, k, v, allowed)
-    cache = attend(q, k, v, allowed)
-    scores = attend(q, k, v, everything_allowed(q, k))["scores"]
-    masked_scores, weights, output = cache["scores"], cache["weights"], cache["mixed"]
+    head = attention(q, k, v, allowed)
+    scores, masked_scores, weights, output = (head[name] for name in
+                                              ("scores", "masked_scores", "weights", "output"))
     score_changes = [change for change in changes if _stage(change) == "scores"]
     weight_changes = [change for change in changes if _stage(change) == "weights"]
     if score_changes:
@@ -176,9 +178,17 @@ def intervene(changes, base, head=HEAD):
     if not isinstance(base, dict) or "weights" not in base or "output" not in base:
         raise ValueError("base must be what baseline(head) returned, with weights and output")
     after = run(head, changes)
-    return {"weights": after["weights"], "output": after["output"],
-            "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
-            "output_rows_changed": changed_rows(base["output"], after["output"])}
+    return with_labels({"weights": after["weights"], "output": after["output"],
+                        "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
+                        "output_rows_changed": changed_rows(base["output"], after["output"])})
+
+
+def with_labels(section):
+    """section with weight_rows_changed_labels and output_rows_changed_labels beside the 0-based
+    rows: the rows the lab's way, a₃ and z₃ counted from 1."""
+    for key, letter in (("weight_rows_changed", "a"), ("output_rows_changed", "z")):
+        section[key + "_labels"] = [f"{letter}{subscript(i + 1)}" for i in section[key]]
+    return section
 
 
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
@@ -299,6 +309,21 @@ def offset_scores(i, c):
     return change
 
 
+def scale_scores(i, c):
+    """Multiply every score of row i by c (a blocked one stays −∞), then take that row's softmax
+    again: unlike an offset, a factor changes the weights (1000 sharpens the row toward its
+    largest score)."""
+    _position(i, "the row")
+    check_number("the factor", c)
+
+    def change(scores, allowed):
+        at = _index(i, len(scores), "row")
+        scores[at] = [s * c if math.isfinite(s) else s for s in scores[at]]
+    change.stage = "scores"
+    change.description = f"row {i}'s scores × {c:g}"
+    return change
+
+
 def set_weights(i, weights):
     """a_i := weights after the softmax, a map of your own for row i; the mixture is taken again.
     Raises ValueError for a row of the wrong length, a number that is not finite, or a weight on a
@@ -323,10 +348,10 @@ def set_weights(i, weights):
 
 INTERVENTIONS = {"value_ablation": ablate_value(2), "query_perturbation": set_query(3, [1.0, 0.0]),
                  "connection_removal": block(3, 2), "future_key_perturbation": scale_key(3, 2.0)}
-TITLES = {"value_ablation": "value ablation: v₂ := 0",
-          "query_perturbation": "query perturbation: q₃ := [1, 0]",
-          "connection_removal": "connection removal: 3 ↛ 2",
-          "future_key_perturbation": "future key: k₃ := 2·k₃"}
+TITLES = {"value_ablation": "Part 2.1, value ablation: v₂ := 0",
+          "query_perturbation": "Part 2.2, query perturbation: q₃ := [1, 0]",
+          "connection_removal": "Part 2.3, connection removal: 3 ↛ 2",
+          "future_key_perturbation": "Part 2.4, future key: k₃ := 2·k₃"}
 
 
 def lab():
@@ -480,6 +505,7 @@ def experiment(head, changes=(), bugs=()):
                             "baseline_output": output,
                             "weight_rows_changed": changed_rows(weights, new_weights),
                             "output_rows_changed": changed_rows(output, new_output)})
+            with_labels(section)
         result[key] = section
     return result
 

@@ -1,7 +1,17 @@
 """The learner's side of Lab 06's grader: a learner's tiny_attention.py, imported in a process of
 its own and called one request at a time. It has no expected value and makes no verdict.
 
-    python3 -I -S grade_lab06_runner.py tiny_attention.py     started by grade_lab06.py, not by hand
+    python3 -I -S runner.py --warden REQUESTS ANSWERS tiny_attention.py    started by grader.py
+    python3 -I -S runner.py tiny_attention.py                              by hand, to try it
+
+The warden stands between the grader and the learner's process, and holds no learner code: it
+forks the runner on the two descriptors it was passed, reports the runner's pid and, when it ends,
+its exit status on standard output, and once its standard input ends (the grader closed it, or the
+grader's process ended in any way: its normal end, Ctrl-C, SIGTERM, SIGHUP, even SIGKILL) or a
+signal asks it to stop, it kills every descendant and exits. On Linux it is a child subreaper
+(prctl PR_SET_CHILD_SUBREAPER): a process the learner's code starts stays below it whatever it does,
+a new session (setsid) or process group (setpgid) or a parent that exits, so the warden finds it in
+/proc and kills it. Without prctl it kills the runner's process group, and says so ("group").
 
 Requests come on standard input, each a 4-byte length and a marshal of {"id": n, "call": "import"}
 or {"id": n, "call": name, "args": [...]}: marshal is quick to load and safe only from a trusted
@@ -18,14 +28,18 @@ Before the learner's code runs, the two channels move to descriptors of their ow
 point at the null device, so what the code prints or reads never mixes with the answers; every
 builtin the runner uses is bound here, its own functions are called through a private copy of its
 names, and JSON is written with the C string encoder, so that patching builtins, json or
-__main__ does not change an answer. Address space is limited to
-MEMORY_LIMIT. What it leaves out: time limits and killing (the grader does both, from its own
-process) and any sandbox (the code runs with the user's rights, and could rewrite this process).
+__main__ does not change an answer. Address space is limited to MEMORY_LIMIT; run as root, the
+runner keeps no capability. What it leaves out: time limits (the grader keeps them, from its own
+process), killing (the warden's) and any sandbox (the code runs with the user's rights, and could
+rewrite this process).
 """
 
 import marshal
 import os
+import select
+import signal
 import sys
+import time
 import types
 from builtins import (BaseException, Exception, NotImplementedError, SyntaxError, TypeError,
                       ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
@@ -180,10 +194,169 @@ def _private_names():
     return names
 
 
+# ---- the warden: no learner code runs here ------------------------------------------------------
+
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 24, 36, 38
+
+
+def prctl(option, value):
+    """True when Linux's prctl(option, value) succeeded; False where there is no prctl."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def descendants(root):
+    """Every process below root, found through /proc's parent links; [] where there is no /proc."""
+    children = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue                      # it ended while we looked
+        children.setdefault(parent, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def drop_privileges():
+    """Leave this process (the runner, before the learner's code) no capability and no way to gain
+    one (Linux): run as root, it could otherwise open any process's descriptors, the grader's
+    non-dumpable ones included. Nothing happens where there is no prctl."""
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if os.geteuid() != 0:
+        return
+    for capability in range(64):
+        prctl(PR_CAPBSET_DROP, capability)
+    try:
+        import ctypes
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        none = (Data * 2)()
+        ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(Header(0x20080522, 0)), none)
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT")   # the warden's, each a request to stop
+
+
+class _Stop(Exception):
+    """A signal asked the warden to stop."""
+
+
+def _stop(signum, frame):
+    raise _Stop()
+
+
+def warden(requests, answers, path):
+    """Start the runner on the descriptors requests and answers; report "runner PID MODE" and,
+    when the runner ends, "exit CODE" on standard output; when standard input ends or a signal
+    comes, kill every descendant (MODE "subreaper") or the runner's group (MODE "group"), reap
+    them all, and return."""
+    subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_DUMPABLE, 0)             # no same-user process opens this one's descriptors
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop)
+    runner = None
+    try:
+        runner = os.fork()               # a fork, not a second Python: it starts at once
+        if runner == 0:                   # the child: the runner, in a session of its own
+            try:
+                os.setsid()
+                for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+                    if hasattr(signal, name):
+                        signal.signal(getattr(signal, name), signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                os.dup2(requests, 0)
+                os.dup2(answers, 1)
+                os.closerange(3, 65536)
+                # the warden read the standard library's bytecode; what the learner's code
+                # imports is read from its source, as -X pycache_prefix=/dev/null would
+                sys.pycache_prefix = os.devnull
+                drop_privileges()
+                serve(path)
+            finally:
+                os._exit(127)
+        os.close(requests)
+        os.close(answers)
+        report = os.fdopen(1, "w", buffering=1)
+        report.write(f"runner {runner} {'subreaper' if subreaper else 'group'}\n")
+        running = True
+        while True:
+            ready = select.select([0], [], [], 0.02)[0]
+            if ready and not os.read(0, 64):
+                break                     # the grader is done, or gone
+            if running:
+                pid, status = os.waitpid(runner, os.WNOHANG)
+                if pid:
+                    running = False
+                    report.write(f"exit {os.waitstatus_to_exitcode(status)}\n")
+    except (_Stop, OSError):
+        pass
+    finally:
+        for name in STOP_SIGNALS:
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        if runner:
+            _kill_all(runner, subreaper)
+
+
+def _kill_all(runner, subreaper):
+    """Kill every descendant, and reap each, until none is left (or 5 s have passed)."""
+    try:
+        os.killpg(runner, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        for pid in descendants(os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            if subreaper or not descendants(os.getpid()):
+                return                    # a subreaper with no child has no descendant left
+        time.sleep(0.002)
+
+
 def main():
+    if sys.argv[1:2] == ["--warden"]:
+        warden(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+        os._exit(0)
+    serve(sys.argv[1])
+
+
+def serve(path):
+    """Answer the requests on descriptor 0 on descriptor 1, one at a time, then end the process."""
     own = _private_names()
     reply_to, to_json = own["reply_to"], own["to_json"]
-    path = os.path.abspath(sys.argv[1])
+    path = os.path.abspath(path)
     requests, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
     quiet = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

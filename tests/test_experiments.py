@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -124,9 +125,12 @@ class OwnHead(MessageAssertions, unittest.TestCase):
         path = self.write(HEAD)
         args = ("--head", path, "--set-query", "4=1,0", "--bug", "post-softmax")
         table = self.run_lab(*args, "--table").stdout
-        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V", "q₄ := [1, 0]",
-                     "x₄", "buggy: softmax, then zero the future"):
+        for name in ("q₄ := [1, 0]", "x₄", "buggy: softmax, then zero the future", "a₄: ",
+                     "z₄: "):
             self.assertIn(name, table)
+        part_one = self.run_lab("--head", path, "--table", "--baseline").stdout
+        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V", "x₄"):
+            self.assertIn(name, part_one)
         svg_path = os.path.join(self.tmp.name, "head.svg")
         self.assertEqual(self.run_lab(*args, "--svg", svg_path).returncode, 0)
         root = ET.parse(svg_path).getroot()
@@ -180,7 +184,7 @@ class BugFollowsTheIntervention(unittest.TestCase):
         section = self.table[self.table.index("buggy: softmax, then zero the future, after"):]
         self.assertIn("Z changed at x₁, x₂, x₃", section)
         self.assertIn("  z₁: [4/5, 0] → [4/7, 0], moved by [-8/35, 0]", section)
-        self.assertIn("x₁  0.2857       0       0", section)
+        self.assertIn("  a₁: [2/5, 0, 0] → [2/7, 0, 0], moved by [-4/35, 0, 0]", section)
 
     def test_svg_outlines_the_bugs_changed_rows(self):
         panels = {g.get("data-title"): g for g in self.svg.iter(f"{SVG}g")
@@ -199,6 +203,31 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         return done.stdout
 
+    def test_each_readme_exercise_opens_one_door_and_counts_positions_from_1(self):
+        """Every command of lab06/README.md's exercise table runs; a Part 1 command (and only
+        one) prints Part 1's tables; a Part 2, Part 4 or optional one prints the rows its change
+        moved, each before → after, and no table of Part 1; no position is counted from 0."""
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
+            rows = re.findall(r"^\| (Part [\d.]+|optional)[^|]*\| `python3 perturb_attention\.py "
+                              r"([^`]*)` \|$", f.read(), re.M)
+        self.assertGreaterEqual(len(rows), 12)
+        with tempfile.TemporaryDirectory() as tmp:
+            head = os.path.join(tmp, "my-head.json")
+            with open(head, "w", encoding="utf-8") as f:
+                json.dump(HEAD, f)
+            for part, command in rows:
+                with self.subTest(command=command):
+                    args = [head if arg == "my-head.json" else arg for arg in command.split()]
+                    printed = self.run_lab(*args)
+                    if part == "Part 1":
+                        self.assertIn("--baseline", args)
+                    elif part != "Part 4":
+                        self.assertNotIn("--baseline", args)
+                    self.assertEqual("A as fractions" in printed, "--baseline" in args)
+                    if "--baseline" not in args:
+                        self.assertRegex(printed, r"\n  [saz][₁-₉]+: \[.*\] → \[")
+                    self.assertNotRegex(printed, r"[xqkvsaz]₀|row 0|position 0")
+
     def test_destinations_is_a_bug_of_its_own_whose_columns_sum_to_1(self):
         """Column 1 (source x₁) is read by x₁, x₂, x₃ with scores ln 2·[1, 0, 1]:
         [2/5, 1/5, 2/5]; column 2 by x₂, x₃, ln 2·[1, 1]: [1/2, 1/2]; column 3 by x₃ alone:
@@ -207,8 +236,9 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         self.assertEqual(bug["weights"], [[0.4, 0.0, 0.0], [0.2, 0.5, 0.0], [0.4, 0.5, 1.0]])
         self.assertEqual(bug["column_sums"], [1.0, 1.0, 1.0])
         self.assertEqual(bug["row_sums"], [0.4, 0.7, 1.9])
-        self.assertIn("buggy: softmax over the destinations (each column) (column sums",
-                      self.run_lab("--bug", "destinations", "--table"))
+        self.assertIn("buggy: softmax over the destinations (each column)\n"
+                      "  row sums: 2/5, 7/10, 19/10\n  column sums: 1, 1, 1\n",
+                      self.run_lab("--bug", "destinations", "--table", "--baseline"))
 
     def test_a_shared_value_shift_moves_each_correct_z_by_the_shift_and_the_bugs_by_less(self):
         table = self.run_lab("--shift-values", "1,-2", "--bug", "post-softmax", "--table")
@@ -224,9 +254,18 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
     def test_a_constant_added_to_a_rows_scores_moves_its_weights_by_rounding_alone(self):
         table = self.run_lab("--offset-scores", "3=1000", "--table")
         section = table[table.index("row 3's scores + 1000"):]
-        self.assertIn("x₃  1000.6931  1000.6931  1001.3863", section)
+        self.assertIn("  s₃: [ln 2, ln 2, 2 ln 2] → [1000.6931, 1000.6931, 1001.3863], moved by "
+                      "[1000, 1000, 1000]", section)
         self.assertIn("  z₃: [3/2, 3] → [3/2, 3], moved by [0, 0]", section)
         self.assertRegex(section, r"\(A moved by at most \d\.\de-1\d: rounding alone\)")
+
+    def test_a_rows_scores_times_1000_move_its_weights_to_its_largest_score(self):
+        """× 1000 beside + 1000: row 3's scores ln 2·[1, 1, 2] become 1000 ln 2·[1, 1, 2], so its
+        softmax puts all its weight on source 3 (exp(−1000 ln 2) is 0 in floats): z₃ = v₃."""
+        section = self.run_lab("--scale-scores", "3=1000", "--table")
+        self.assertIn("  s₃: [ln 2, ln 2, 2 ln 2] → [1000 ln 2, 1000 ln 2, 2000 ln 2]", section)
+        self.assertIn("  a₃: [1/4, 1/4, 1/2] → [0, 0, 1]", section)
+        self.assertIn("  z₃: [3/2, 3] → [2, 4], moved by [1/2, 1]", section)
 
     def test_own_values_and_a_map_of_your_own_give_equal_mixtures(self):
         """Values [2, 0], [2, 0], [4, 0]: the baseline's a₃ = [1/4, 1/4, 1/2] and the map
@@ -239,8 +278,8 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         self.assertEqual(result["head"]["V"], [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]])
         table = self.run_lab(*args, "--table")
         self.assertIn("a₃ := [3/8, 1/8, 1/2] (Z unchanged)", table)
-        self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[2, 0] + 1/2·[4, 0] = [1/2, 0] + [1/2, 0] + "
-                      "[2, 0] = [3, 0]", table)
+        self.assertIn("  a₃: [1/4, 1/4, 1/2] → [3/8, 1/8, 1/2]", table)
+        self.assertIn("  Z: no row changed\n  z₃: [3, 0], unchanged", table)
 
     def test_each_bad_optional_flag_is_one_line(self):
         for args, fragment in (

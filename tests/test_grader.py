@@ -87,6 +87,8 @@ WEIGHTS = "weights = [masked_softmax(row, oks) for row, oks in zip(masked_scores
 ALL_SOURCES = "weights = [masked_softmax(row, [True] * len(row)) for row in masked_scores]"
 SHIFT = "top = max(s for s, ok in zip(scores, allowed) if ok)"
 OUTPUT = "output = matmul(weights, V)"
+EXPS = "exps = [math.exp(s - top) if ok else 0.0 for s, ok in zip(scores, allowed)]"
+SEED = 2026        # the seed every in-process grading draws its fresh cases from
 
 # mistake: ([(a line of LEARNER, what the mutant has instead), ...], what its first FAIL says)
 MUTANTS = {
@@ -115,8 +117,9 @@ MUTANTS = {
     "an output as wide as Q, not as V": (
         [("output = matmul(weights, V)",
           "output = [row[:len(Q[0])] for row in matmul(weights, V)]")],
-        "a head of 2 queries and 3 sources: scores, masked_scores, weights and output: output "
-        "row 1: expected a list of 3 numbers, got [1.3395230986533138, 1.3209538026933725]"),
+        "a head of 2 queries and 3 sources, then two heads drawn afresh: scores, masked_scores, "
+        "weights and output: output row 1: expected a list of 3 numbers, got "
+        "[1.3395230986533138, 1.3209538026933725]"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
@@ -154,7 +157,8 @@ MUTANTS = {
     "no shift": ([(SHIFT, "top = 0.0")],
                  "masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift: "
                  "masked_softmax raised ZeroDivisionError: float division by zero (line 18); this "
-                 "looks like: no shift"),
+                 "looks like: no shift, or not by the largest allowed score: every exp "
+                 "underflowed to 0"),
     "a non-square mask refused": (
         [("any(len(row) != len(K) for row in allowed)",
           "any(len(row) != len(allowed) for row in allowed)")],
@@ -178,7 +182,7 @@ MUTANTS = {
         [("d = len(Q[0])", "d = len(Q[0])\n    for row in Q:\n        row[:] = [x / math.sqrt(d) "
                            "for x in row]"),
          (SCALED, "scores = [[s for s in row]")],
-        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention edited its inputs in place "
         "(Q changed): work on copies"),
     "masked scores shifted in place by the softmax": (
         [("    exps = [math.exp(s - top)", "    scores[:] = [s - top for s in scores]\n"
@@ -189,8 +193,9 @@ MUTANTS = {
         [("        raise ValueError(\"a query may attend to nothing\")\n", "        pass\n"),
          ("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not any(allowed):\n        return [0.0] * len(scores)\n    if not scores:")],
-        "masked_softmax rejects a row with nothing allowed: expected ValueError for a row with "
-        "nothing allowed (no fallback is invented), but it returned [0.0, 0.0]"),
+        "masked_softmax rejects a row with nothing allowed, an empty one too: expected ValueError "
+        "for a row with nothing allowed (no fallback is invented) (both sources blocked), but it "
+        "returned [0.0, 0.0]"),
     # each kind of bad input has more than one witness: a check of Q alone is not enough
     "a ragged K or V accepted": (
         [("if not m or any(len(row) != len(m[0]) for row in m):",
@@ -203,7 +208,60 @@ MUTANTS = {
         [("if not all(math.isfinite(x) for row in m for x in row):",
           "if any(math.isnan(x) for row in m for x in row):")],
         "attention rejects a value that is not finite: expected ValueError for a value that is "
-        "not finite (∞ in V), but it returned"),
+        "not finite (∞ in V row 2), but it returned"),
+    # finiteness checked in the first row of each matrix alone: a witness in every row
+    "finiteness checked in each matrix's first row only": (
+        [("if not all(math.isfinite(x) for row in m for x in row):",
+          "if not all(math.isfinite(x) for x in m[0]):"),
+         ("if not all(math.isfinite(s) for row in scores for s in row):",
+          "if not all(math.isfinite(s) for s in scores[0]):")],
+        "attention rejects a query that is not finite: expected ValueError for a query that is "
+        "not finite (∞ in Q row 2), but it returned"),
+    "an empty softmax answered with []": (
+        [("    if not scores or len(scores) != len(allowed) or not any(allowed):",
+          "    if scores == [] == allowed:\n        return []\n"
+          "    if not scores or len(scores) != len(allowed) or not any(allowed):")],
+        "masked_softmax rejects a row with nothing allowed, an empty one too: expected "
+        "ValueError for a row with nothing allowed (no fallback is invented) (no source at all: "
+        "masked_softmax([], [])), but it returned []"),
+    "multiplied by the square root of d": (
+        [(SCALED, "scores = [[s * math.sqrt(d) for s in row]")],
+        "this looks like: the scores are multiplied by √d = √2, not divided by it"),
+    # two fills inside masked_softmax that give the same wrong weights near −1e10
+    "−1e9 for a blocked score inside the softmax": (
+        [(SHIFT, "scores = [s if ok else -1e9 for s, ok in zip(scores, allowed)]\n"
+                 "    top = max(scores)"),
+         (EXPS, "exps = [math.exp(s - top) for s in scores]")],
+        "weights when every score is near −1e10: a blocked source still gets none: weights row "
+        "1, column 1: expected 1, got 0; this looks like: a blocked score stood in for by a "
+        "finite number (such as −1e9), which wins once the allowed scores are lower still"),
+    "0.0 for a blocked score inside the softmax": (
+        [(SHIFT, "scores = [s if ok else 0.0 for s, ok in zip(scores, allowed)]\n"
+                 "    top = max(scores)"),
+         (EXPS, "exps = [math.exp(s - top) for s in scores]")],
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: entry 1: expected 0.3333333333 (1/3), got 0.25 (1/4); this looks like: blocked "
+        "scores are set to 0.0 instead of −∞"),
+    # a masked_softmax that writes −∞ into its caller's list, seen first where it shows
+    "−∞ written into the scores before the mask": (
+        [(SHIFT, "for j, ok in enumerate(allowed):\n        if not ok:\n"
+                 "            scores[j] = -math.inf\n    " + SHIFT),
+         (WEIGHTS, "weights = [masked_softmax(row, oks) for row, oks in zip(scores, allowed)]")],
+        "baseline scores = Q·Kᵀ/√2, before the mask: scores row 1, column 2: expected 0, got −∞; "
+        "this looks like: masked_softmax edits the scores it is given"),
+    "−∞ written into the masked scores": (
+        [(SHIFT, "for j, ok in enumerate(allowed):\n        if not ok:\n"
+                 "            scores[j] = -math.inf\n    " + SHIFT)],
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: masked_softmax edited its inputs in place (scores changed): work on copies"),
+    # an int where a row should be: a report, not an error
+    "an int for a row of masked_scores": (
+        [('"masked_scores": masked_scores,', '"masked_scores": [7] + masked_scores[1:],')],
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1: expected a list of 3 "
+        "numbers, got 7"),
+    "an int for a row of the output": (
+        [(OUTPUT, "output = [7] + matmul(weights, V)[1:]")],
+        "baseline output = weights·V: output row 1: expected a list of 2 numbers, got 7"),
     "a softmax mask of another length accepted": (
         [("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not scores or not any(allowed):")],
@@ -232,20 +290,20 @@ HOSTILE = {
         "import builtins, math, sys\nsys.modules['grade_lab06'] = None\nmath.exp = lambda x: 1.0\n"
         "builtins.abs = lambda x: 0.0\nbuiltins.isinstance = lambda *a: True\n"
         "def masked_softmax(scores, allowed):\n    return [0.5] * len(scores)\n",
-        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0]: entry 1: "
-        "expected 0.3333333333 (1/3), got 0.5 (1/2)"),
+        "masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row drawn "
+        "afresh: entry 1: expected 0.3333333333 (1/3), got 0.5 (1/2)"),
     "patching the runner's functions to hide a bool and an edit": (
         "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n"
         "__main__._text_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
         "def matmul(left, right):\n    left.append([0.0])\n"
         "    return [[True for _ in right[0]] for _ in left[:-1]]\n",
-        "the product row 1, column 1: expected a float or an int, got a bool"),
+        "matmul: Q = X·WQ: matmul edited its inputs in place (left changed): work on copies"),
     "rewriting the runner's float texts to hide an edit": (
         "import __main__\ntry:\n    __main__.FLOAT_TEXT['2.0'] = '1.0'\nexcept TypeError:\n"
         "    pass\n_attention = attention\ndef attention(Q, K, V, allowed):\n"
         "    result = _attention([list(row) for row in Q], K, V, allowed)\n"
         "    Q[0][0] = 2.0 if Q[0][0] == 1.0 else Q[0][0]\n    return result\n",
-        "attention leaves Q, K, V and allowed as they were: the inputs were edited in place "
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention edited its inputs in place "
         "(Q changed)"),
     "a BaseException of its own": (
         "class Boom(BaseException):\n    pass\ndef matmul(left, right):\n    raise Boom('no')\n",
@@ -297,6 +355,8 @@ class InProcess:
     own functions answer in this process, each request and answer through marshal and JSON as
     they travel, so the grader's checks and diagnoses run without a process per file. Every file
     that attacks the grader still gets a process of its own."""
+
+    mode = "subreaper"
 
     def __init__(self, path, call_limit, total_limit):
         self.path, self.module, self.count = os.path.abspath(path), None, 0
@@ -359,8 +419,138 @@ def attacking_sources():
 ATTACKS = start_grading(attacking_sources())
 
 
+# A file that, as it is imported, writes a forged verdict into the grader's terminal through /proc
+# (it looks above it: its warden, then the grader), and leaves two processes that try to outlive
+# the grading: one in a session of its own (setsid), one in a process group of its own (setpgid),
+# each the grandchild of a parent that has exited, each holding the FIFO open for writing; then
+# its matmul sleeps, so that the grading is under way when the grader is stopped.
+ESCAPES = textwrap.dedent('''
+    import os, time
+
+
+    def _parent(pid):
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+    pid = os.getpid()
+    for _ in range(2):
+        pid = _parent(pid)
+        for fd in (1, 2):
+            try:
+                with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                    f.write("41 of 41 checks pass\\n")
+            except OSError:
+                pass
+    ready, told = os.pipe()
+    for leave in (os.setsid, lambda: os.setpgid(0, 0)):
+        if os.fork() == 0:
+            leave()
+            if os.fork() == 0:
+                alive = os.open(FIFO, os.O_WRONLY)
+                os.write(alive, b"x")
+                os.write(told, b"x")
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+    os.read(ready, 1)
+    os.read(ready, 1)
+
+
+    def matmul(left, right):
+        time.sleep(60)
+''')
+
+
+# One process that imports the grader once and forks a grader per signal: three graders for the
+# price of one Python start. Each grades its file as perturb_attention.py --grade does, its report
+# on the standard output they share, Ctrl-C ending it with 130 as the command line's does.
+GRADERS = textwrap.dedent('''
+    import os, sys
+    from lab06 import grader
+    pids = []
+    for path in sys.argv[1:]:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                lines, passed = grader.grade(path)
+                os.write(1, ("\\n".join(lines) + "\\n").encode())
+                os._exit(0 if passed else 1)
+            except KeyboardInterrupt:
+                os._exit(130)
+            finally:
+                os._exit(1)
+        pids.append(pid)
+    print(*pids, flush=True)
+    for pid in pids:
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+''')
+
+
+def stop_the_graders_midway(signal_names):
+    """Grade ESCAPES once per signal, each grader a process of its own; send each its signal once
+    both of its escapees hold its FIFO. Returns {signal name: (how many escapees held the FIFO,
+    the grader's exit status, whether a writer still held the FIFO 10 s after the graders ended)}
+    and what the graders printed."""
+    import signal
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        readers, paths = [], []
+        for n, _ in enumerate(signal_names):
+            fifo = os.path.join(tmp, f"alive{n}")
+            os.mkfifo(fifo)
+            readers.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            paths.append(os.path.join(tmp, f"{n}", "tiny_attention.py"))
+            os.mkdir(os.path.dirname(paths[-1]))
+            with open(paths[-1], "w", encoding="utf-8") as f:
+                f.write(f"FIFO = {fifo!r}\n" + ESCAPES)
+        try:
+            # -S: no site packages, which the project never needs, to start sooner
+            graders = subprocess.Popen([sys.executable, "-S", "-c", GRADERS, *paths], cwd=HERE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                       text=True)
+            pids = [int(pid) for pid in graders.stdout.readline().split()]
+            ready = []
+            for reader, pid, name in zip(readers, pids, signal_names):
+                got = b""
+                while len(got) < 2 and select.select([reader], [], [], 20)[0]:
+                    got += os.read(reader, 2)
+                ready.append(len(got))
+                os.kill(pid, getattr(signal, name))
+            printed = graders.stdout.read()
+            graders.wait()
+            codes, results = [int(line) for line in printed.split()[-len(pids):]], {}
+            for name, reader, got, code in zip(signal_names, readers, ready, codes):
+                held = True
+                while select.select([reader], [], [], 10)[0]:
+                    if not os.read(reader, 64):
+                        held = False          # every writer has gone
+                        break
+                results[name] = (got, code, held)
+            return results, printed
+        finally:
+            for reader in readers:
+                os.close(reader)
+
+
+STOPPED = (concurrent.futures.ThreadPoolExecutor(1).submit(
+    stop_the_graders_midway, ("SIGTERM", "SIGHUP", "SIGINT"))
+    if hasattr(os, "mkfifo") and hasattr(os, "fork") and os.path.isdir("/proc") else None)
+
+
+def logical(lines):
+    """The report's lines with each wrapped line joined again: a check a line."""
+    joined = []
+    for line in lines:
+        if line.startswith(" " * 6) and joined:
+            joined[-1] += " " + line[6:]
+        else:
+            joined.append(line)
+    return joined
+
+
 def first_fail(lines):
-    return next((line for line in lines if line.startswith("FAIL")), None)
+    return next((line for line in logical(lines) if line.startswith("FAIL")), None)
 
 
 class Grader(MessageAssertions, unittest.TestCase):
@@ -377,7 +567,7 @@ class Grader(MessageAssertions, unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             paths = write_sources(tmp, own)
-            cls.graded.update({name: grade_lab06.grade(paths[name]) for name in own})
+            cls.graded.update({name: grade_lab06.grade(paths[name], seed=SEED) for name in own})
 
     def grade_source(self, source, *args):
         with tempfile.TemporaryDirectory() as tmp:
@@ -443,7 +633,120 @@ class Grader(MessageAssertions, unittest.TestCase):
                 self.assertIn(HOSTILE[name][1], first_fail(lines), "\n".join(lines))
                 self.assertTrue(all(line.isprintable() for line in lines), lines)
                 self.assertFalse(any("Traceback" in line for line in lines))
-                self.assertRegex(lines[-1], r"^\d+ of \d+ checks pass")
+                self.assertRegex(logical(lines)[-1], r"^\d+ of \d+ checks pass")
+                self.assertTrue(all(len(line) <= 100 for line in lines), lines)
+
+    def test_every_report_line_fits_in_100_characters_and_each_hint_comes_once(self):
+        for name, (lines, _) in self.graded.items():
+            with self.subTest(file=name):
+                self.assertTrue(all(len(line) <= 100 for line in lines),
+                                max(lines, key=len))
+                hints = [line.split(grade_lab06.HINT, 1)[1] for line in logical(lines)
+                         if grade_lab06.HINT in line]
+                self.assertEqual(len(hints), len(set(hints)), hints)
+
+    def test_every_shape_of_answer_gets_a_fail_that_says_what_came(self):
+        """Each check, handed answers of every shape (an int, a float, None, a bool, a string,
+        rows that are ints, dicts, empty lists, NaN), says what is wrong and raises nothing."""
+        class Shapes:
+            def __init__(self, shape):
+                self.shape = shape
+
+            def call(self, function, *args, fresh=False):
+                value = ({key: self.shape for key in ("scores", "masked_scores", "weights",
+                                                      "output")}
+                         if function == "attention" and self.shape != "<dict>" else self.shape)
+                return grade_lab06.Reply(value, None, None, None, [])
+
+        shapes = [7, "<NoneType>", "<bool True>", "<dict>", [], [7, 7, 7], [[7]],
+                  [{"a": 1}] * 3, [7, [1.0, 2.0], "x"], [[float("nan")] * 3] * 3]
+        for name, check in grade_lab06.lab_checks(SEED):
+            for shape in shapes:
+                with self.subTest(check=name, shape=shape):
+                    problem = check(Shapes(shape))
+                    if "leaves" in name or "run again" in name:
+                        continue          # checks of edits and of state: no number is judged
+                    self.assertIsInstance(problem, str)
+                    self.assertRegex(problem, r"got|expected|returned|has no|None")
+
+    def test_a_file_that_answers_from_a_table_of_the_graders_inputs_fails(self):
+        """Record every call the grader makes of a careful file, and every answer, as a table;
+        a file that answers from that table alone (and raises ValueError for anything else)
+        passes the grading it was recorded from and fails one that draws its cases afresh."""
+        class Recording(InProcess):
+            table = {}
+
+            def ask(self, call, *args):
+                answer = super().ask(call, *args)
+                if call != "import":
+                    self.table[json.dumps([call, list(args)])] = answer
+                return answer
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", Recording):
+            paths = write_sources(tmp, {"careful": (LEARNER, {})})
+            self.assertTrue(grade_lab06.grade(paths["careful"], seed=SEED)[1])
+            table = textwrap.dedent('''
+                import json
+                TABLE = json.loads(%r)
+
+
+                def answer(name, args):
+                    found = TABLE.get(json.dumps([name, args]))
+                    if found is None or "value" not in found:
+                        raise ValueError("not in the table")
+                    return found["value"]
+
+
+                def matmul(left, right):
+                    return answer("matmul", [left, right])
+
+
+                def masked_softmax(scores, allowed):
+                    return answer("masked_softmax", [scores, allowed])
+
+
+                def attention(Q, K, V, allowed):
+                    return answer("attention", [Q, K, V, allowed])
+            ''') % json.dumps(Recording.table)
+            os.mkdir(os.path.join(tmp, "table"))
+            paths = write_sources(os.path.join(tmp, "table"), {"table": (table, {})})
+            same, other = (grade_lab06.grade(paths["table"], seed=seed) for seed in (SEED, 1))
+        self.assertTrue(same[1], "\n".join(same[0]))
+        self.assertFalse(other[1])
+        self.assertIn("drawn afresh with seed 1 (--seed 1 draws it again)", first_fail(other[0]))
+
+    def test_a_name_that_would_shadow_a_module_is_refused_by_scaffold_and_grade(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("json.py", "queue.py", "attention.py", "lab06.py", "trace_attention.py",
+                         "common.py"):
+                path = os.path.join(tmp, name)
+                with self.subTest(name=name):
+                    self.assertOneLineError(run_script("perturb_attention.py", "--scaffold",
+                                                       path), "would find it before")
+                    self.assertFalse(os.path.exists(path))
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(LEARNER)
+                    self.assertOneLineError(run_script("perturb_attention.py", "--grade", path),
+                                            f"cannot grade {path}: `import {name[:-3]}` would "
+                                            f"find it before")
+        for name in sorted(sys.stdlib_module_names)[::40]:
+            self.assertIn("the standard library's", grade_lab06.shadowed(name + ".py"))
+        self.assertIsNone(grade_lab06.shadowed("tiny_attention.py"))
+        self.assertIsNone(grade_lab06.shadowed("json.txt"))
+
+    def test_without_prctl_the_report_says_only_the_process_group_is_stopped(self):
+        class GroupOnly(InProcess):
+            mode = "group"
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", GroupOnly):
+            paths = write_sources(tmp, {"careful": (LEARNER, {})})
+            lines, passed = grade_lab06.grade(paths["careful"], seed=SEED)
+        self.assertTrue(passed)
+        self.assertIn("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the "
+                      "file started in a session of its own may outlive the grading",
+                      logical(lines))
 
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
@@ -451,6 +754,7 @@ class Grader(MessageAssertions, unittest.TestCase):
 
     def test_the_whole_grading_has_a_limit_of_its_own(self):
         lines, passed = self.graded["slow"]
+        lines = logical(lines)
         self.assertFalse(passed)
         self.assertIn("the grading was stopped after 1 s in all, during matmul", lines[-2])
         self.assertIn("so the last", lines[-1])
@@ -481,20 +785,40 @@ class Grader(MessageAssertions, unittest.TestCase):
             self.assertEqual(select.select([reader], [], [], 5)[0], [reader], "still alive")
             self.assertEqual(os.read(reader, 1), b"")
 
+    @unittest.skipUnless(STOPPED, "needs a FIFO, fork and /proc")
+    def test_no_process_of_the_file_outlives_a_grader_stopped_by_sigterm_sighup_or_ctrl_c(self):
+        results, _ = STOPPED.result()
+        for name, (ready, code, held) in results.items():
+            with self.subTest(signal=name):
+                self.assertEqual(ready, 2, "the escapees never held the FIFO")
+                self.assertNotEqual(code, 0)
+                self.assertFalse(held, "a process of the learner's file outlived the grader")
+
+    @unittest.skipUnless(STOPPED, "needs a FIFO, fork and /proc")
+    def test_a_file_cannot_write_a_verdict_into_the_graders_terminal(self):
+        _, printed = STOPPED.result()
+        self.assertNotIn("checks pass", printed)
+
     def test_the_untouched_scaffold_fails_each_check_it_lists(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tiny_attention.py")
             self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
             with open(path, encoding="utf-8") as f:
-                listed = [line.split(". ", 1)[1] for line in f.read().split('"""')[1].splitlines()
-                          if line[:7].strip().rstrip(".").isdigit()]
+                text = f.read()
+            self.assertTrue(all(len(line) <= 100 for line in text.splitlines()))
+            listed = []
+            for line in text.split('"""')[1].splitlines():
+                if line[:7].strip().rstrip(".").isdigit():
+                    listed.append(line.split(". ", 1)[1])
+                elif line.startswith(" " * 8) and listed:
+                    listed[-1] += " " + line.strip()
             done = run_script("perturb_attention.py", "--grade", path)
         self.assertEqual((done.returncode, done.stderr), (1, ""))
-        lines = done.stdout.splitlines()
+        lines = logical(done.stdout.splitlines())
         self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
                          listed)
-        self.assertEqual(lines[-1], f"0 of {len(listed)} checks pass: fix the first FAIL and "
-                                    f"grade again")
+        self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
+                                    rf"grade again \(--seed \d+ draws the same cases again\)$")
         self.assertEqual(len(listed), len(grade_lab06.lab_checks()))
 
     def test_the_scaffold_never_overwrites_a_file(self):
@@ -547,8 +871,13 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertTrue(good.stdout.endswith("\n11 of 11 checks pass\n"), good.stdout)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("FAIL  after k₃ := 2·k₃: weights, exactly 0.0 where blocked: weights "
-                      "row 1, column 1: expected 1, got 0.2857142857 (2/7); this looks like: the "
-                      "mask is applied after the softmax", bad.stdout)
+                      "row 1, column 1: expected 1, got 0.2857142857 (2/7); the mistake named "
+                      "above", logical(bad.stdout.splitlines()))
+        self.assertEqual(first_fail(bad.stdout.splitlines()),
+                         "FAIL  baseline: weights, exactly 0.0 where blocked: weights row 1, "
+                         "column 1: expected 1, got 0.4 (2/5); this looks like: the mask is "
+                         "applied after the softmax and the rows are not renormalised (they sum "
+                         "to less than 1): softmax over the allowed sources only")
 
     def test_grade_refuses_what_it_cannot_use_with_exit_2(self):
         for args, fragment in (

@@ -213,11 +213,38 @@ class PartOne(unittest.TestCase):
         cls.table = run_script("perturb_attention.py", "--table", "--baseline").stdout
         cls.full = run_script("perturb_attention.py", "--table").stdout
 
-    def test_the_baseline_alone_is_the_full_tables_start_and_gives_no_later_answer(self):
-        self.assertTrue(self.full.startswith(self.table.rstrip("\n")), self.table[-200:])
+    def test_part_1_and_part_2_are_two_doors_that_share_no_answer(self):
         for title in [lab.TITLES[key] for key in lab.INTERVENTIONS] + ["baseline unchanged"]:
             self.assertIn(title, self.full)
             self.assertNotIn(title, self.table)
+        for part_one in ("A as fractions", "softmax of each row", "z_i = Σ", "shapes:"):
+            self.assertIn(part_one, self.table)
+            self.assertNotIn(part_one, self.full)
+
+    def test_part_1_writes_the_shapes_c_and_each_dot_product_out(self):
+        """q₂·k₁ = 0·c + 1·0 = 0 and q₃·k₃ = 1·c + 1·c = 2c: with c/√2 = ln 2, S is ln 2 ·
+        [[1, 0, 1], [0, 1, 1], [1, 1, 2]] before the mask."""
+        self.assertIn("shapes: X (3, 2), WQ (2, 2), WK (2, 2), WV (2, 2); Q (3, 2), K (3, 2), "
+                      "V (3, 2);\n        S = Q·Kᵀ/√d (3, 3) with d = 2, A (3, 3), "
+                      "Z = A·V (3, 2)\n", self.table)
+        self.assertIn(f"c = √2·ln 2 = {lab.C!r}, kept exact", self.table)
+        self.assertIn("x₃  c  c\n", self.table)
+        self.assertIn("q₂·k₁ = 0·c + 1·0 = 0; s₂₁ = 0/√2 = 0\n", self.table)
+        self.assertIn("q₃·k₃ = 1·c + 1·c = 2c; s₃₃ = 2c/√2 = 2 ln 2\n", self.table)
+        self.assertIn("before the mask, each entry a multiple of ln 2 where it is one\n"
+                      "      x₁    x₂      x₃\nx₁  ln 2     0    ln 2\nx₂     0  ln 2    ln 2\n"
+                      "x₃  ln 2  ln 2  2 ln 2\n", self.table)
+
+    def test_the_buggy_procedure_is_part_1_with_its_fractions_and_row_sums(self):
+        bug = run_script("perturb_attention.py", "--table", "--baseline", "--bug",
+                         "post-softmax").stdout
+        self.assertTrue(bug.startswith(self.table.rstrip("\n")))
+        self.assertIn("buggy: softmax, then zero the future\n  row sums: 2/5, 3/5, 1\n"
+                      "  A as fractions:\n     x₁   x₂   x₃\nx₁  2/5    0    0\n"
+                      "x₂  1/5  2/5    0\nx₃  1/4  1/4  1/2\n", bug)
+        refused = run_script("perturb_attention.py", "--table", "--bug", "post-softmax")
+        self.assertEqual(refused.returncode, 2)
+        self.assertIn("is Part 1's answer: add --baseline", refused.stderr)
 
     def test_each_rows_denominator_is_2_3_and_8(self):
         """exp(ln 2) = 2; exp(0) + exp(ln 2) = 3; exp(ln 2) + exp(ln 2) + exp(2 ln 2) = 8."""
@@ -231,15 +258,14 @@ class PartOne(unittest.TestCase):
         self.assertIn("z₃ = 1/4·[2, 0] + 1/4·[0, 4] + 1/2·[2, 4] = [1/2, 0] + [0, 1] + "
                       "[1, 2] = [3/2, 3]\n", self.table)
 
-    def test_the_readme_answer_key_quotes_the_table(self):
-        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
-            readme = f.read()
-        fold = readme[:readme.index("**Mask polarity.**")]
-        fold = fold[fold.index("<details>"):]
-        table = self.full
-        excerpt = "".join(table[table.index(first):table.index(last)] for first, last in (
+    def test_the_answer_key_quotes_the_table(self):
+        with open(os.path.join(HERE, "lab06", "answers.md"), encoding="utf-8") as f:
+            fold = f.read()
+        table = self.table + "\n"
+        excerpt = "".join(table[table.index(first):table.index(last, table.index(first))]
+                          for first, last in (
             ("softmax of each row:", "A = softmax"), ("A as fractions", "Z = A·V"),
-            ("z_i = Σ", "value ablation")))
+            ("z_i = Σ", "\n\n")))
         self.assertIn("```\n" + excerpt.rstrip("\n") + "\n```", fold)
         columns = lab.transpose(lab.softmax_over_destinations(*lab.projected())[0])
         shown = ", ".join(f"[{', '.join(str(lab.exact_fraction(w)) for w in column if w)}]"

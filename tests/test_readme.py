@@ -78,10 +78,10 @@ def quoted_figures(trace):
 
 
 INTERVENTIONS = {
-    "value_ablation": "value ablation: v₂ := [0, 0]",
-    "query_perturbation": "query perturbation: q₃ := [1, 0]",
-    "connection_removal": "connection removal: 3 may not read 2",
-    "future_key_perturbation": "future-key perturbation: k₃ := 2·k₃",
+    "value_ablation": "2.1 value ablation: v₂ := [0, 0]",
+    "query_perturbation": "2.2 query perturbation: q₃ := [1, 0]",
+    "connection_removal": "2.3 connection removal: 3 may not read 2",
+    "future_key_perturbation": "2.4 future-key perturbation: k₃ := 2·k₃",
 }
 
 
@@ -92,7 +92,8 @@ def fraction(x):
 
 
 def lab_table(lab):
-    """The README's table of the four interventions, from perturb-trace.json."""
+    """The answer key's table of the four interventions, from perturb-trace.json, its rows named
+    from 1 by the trace's labels."""
     lines = [
         "| intervention | rows of A changed | rows of Z changed | new z₃ |",
         "|---|---|---|---|",
@@ -100,8 +101,10 @@ def lab_table(lab):
     for key, label in INTERVENTIONS.items():
         run = lab["interventions"][key]
         z3 = run["output"][2]
+        a_rows, z_rows = (", ".join(run[f"{key}_rows_changed_labels"]) or "none"
+                          for key in ("weight", "output"))
         lines.append(
-            f"| {label} | `{run['weight_rows_changed']}` | `{run['output_rows_changed']}` | "
+            f"| {label} | {a_rows} | {z_rows} | "
             f"`{z3}` = [{', '.join(fraction(x) for x in z3)}] |"
         )
     return "\n".join(lines)
@@ -225,12 +228,12 @@ class ReadmeIsTrue(unittest.TestCase):
                 f"README.md should quote, from attention-trace.json:\n{figure}",
             )
 
-    def test_readme_quotes_the_lab06_trace(self):
-        readme, lab = flat(read("lab06/README.md")), json.loads(read("lab06/perturb-trace.json"))
+    def test_the_lab06_answer_key_quotes_the_lab06_trace(self):
+        answers, lab = flat(read("lab06/answers.md")), json.loads(read("lab06/perturb-trace.json"))
         for figure in lab_figures(lab):
             self.assertTrue(
-                flat(figure) in readme,
-                f"lab06/README.md should quote, from perturb-trace.json:\n{figure}",
+                flat(figure) in answers,
+                f"lab06/answers.md should quote, from perturb-trace.json:\n{figure}",
             )
 
     def test_every_four_decimal_number_in_the_readme_is_in_a_recorded_trace(self):
@@ -321,16 +324,13 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_the_top_readme_stays_short(self):
         self.assertLessEqual(len(read("README.md").splitlines()), 200)
 
-    def test_lab06_asks_for_predictions_first_and_folds_its_answers(self):
+    def test_lab06_asks_for_predictions_first_and_keeps_its_answers_behind_a_link(self):
         readme, lab = read("lab06/README.md"), json.loads(read("lab06/perturb-trace.json"))
-        section = readme[: readme.index("**Mask polarity.**")]
-        fold = section.index("<details>")
-        self.assertIn("Predict before you run", section[:fold])
-        self.assertIn("--grade tiny_attention.py", section[:fold])
-        self.assertTrue("</details>" in section[fold:])
+        self.assertIn("Predict before you run", readme)
+        self.assertIn("--grade tiny_attention.py", readme)
+        self.assertIn("](answers.md)", readme)
         for figure in lab_figures(lab):
-            self.assertTrue(flat(figure) in flat(section[fold:]), f"outside the fold:\n{figure}")
-            self.assertFalse(flat(figure) in flat(section[:fold]), f"before the fold:\n{figure}")
+            self.assertFalse(flat(figure) in flat(readme), f"an answer in the README:\n{figure}")
 
     def test_readme_quotes_the_recorded_training_run(self):
         readme = flat(read("training/README.md"))

@@ -162,19 +162,19 @@ class Lab06Views(unittest.TestCase):
         removal = svg[lab06.TITLES["connection_removal"]][1]
         self.assertIn(("2", "1"), [(r.get("data-row"), r.get("data-col")) for r in removal])
 
-    def test_table_shows_every_intermediate_then_the_changed_rows_in_full(self):
+    def test_table_shows_only_the_rows_each_intervention_changed_before_and_after(self):
         text = self.table
-        baseline = text[: text.index("value ablation")]
-        for name in ("Q", "K", "V", "S = Q·Kᵀ/√d", "A = softmax", "Z = A·V"):
-            self.assertIn("\n" + name if name != "Q" else "\nQ\n", baseline)
+        for part_one in ("\nQ\n", "S = Q·Kᵀ/√d", "A as fractions", "softmax of each row",
+                         "z_i = Σ", "z₁ = "):
+            self.assertNotIn(part_one, text)
         query = text[text.index("query perturbation") : text.index("connection removal")]
-        self.assertIn(
-            "  A, the rows that changed:\n        x₁      x₂      x₃\nx₃  0.4000  0.2000  0.4000",
-            query,
-        )
-        self.assertIn("  Z, the rows that changed:\n         1       2\nx₃  1.6000  2.4000", query)
+        self.assertEqual(query.splitlines()[1:4], [
+            "  s₃: [ln 2, ln 2, 2 ln 2] → [ln 2, 0, ln 2], moved by [0, -ln 2, -ln 2]",
+            "  a₃: [1/4, 1/4, 1/2] → [2/5, 1/5, 2/5], moved by [3/20, -1/20, -1/10]",
+            "  z₃: [3/2, 3] → [8/5, 12/5], moved by [1/10, -3/5]"])
         ablation = text[text.index("value ablation") : text.index("query perturbation")]
         self.assertIn("  A: no row changed", ablation)
+        self.assertNotIn("z₁", ablation)
 
     def test_svg_puts_z_beside_each_map_and_outlines_its_changed_rows(self):
         root = ET.fromstring(self.svg)
