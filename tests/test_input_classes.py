@@ -150,8 +150,8 @@ class TextIsUtf8WithoutItsByteOrderMark(MessageAssertions, unittest.TestCase):
             self.assertEqual(bpe.Tokenizer.load(out).alphabet, [" ", "a", "b"])
             head = write(os.path.join(tmp, "h.json"), json.dumps(
                 {"X": [[1.0, 0.0]] * 3, "WQ": EYE, "WK": EYE, "WV": EYE}), encoding="utf-8-sig")
-            self.assertEqual(run_script("perturb_attention.py", "--head", head,
-                                        "--table").returncode, 0)
+            self.assertEqual(run_script("perturb_attention.py", "--head", head, "--table",
+                                        "--baseline").returncode, 0)
         self.assertNotIn("\ufeff", safe_io.read_text(os.path.join(HERE, "attention-trace.json")))
 
 
