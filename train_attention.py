@@ -22,6 +22,7 @@ From Python:
                                         # the answer's text, and (token, weight) for each token
 
 The stories use the words of COLOURS, NAMES and OBJECTS; a story may use others, in lower case.
+A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
 What it leaves out is colour_stories.py's: batches, dropout, normalization, a second layer.
 """
 
@@ -35,10 +36,10 @@ from common.cli import OneLineParser, guarded, save_view, show
 from common.golden import to_json, write_or_check
 from common.safe_io import read_text
 from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
-                                     STEPS, encode_question, held_out_table, make_tokenizer,
-                                     predict, run, seed_row, seeds_header, seeds_line, stories,
-                                     train_model)
+from training.colour_stories import (COLOURS, LOSS_EVERY, MAX_TOKENS, NAMES, OBJECTS,
+                                     RECORDED_SEEDS, SEED, STEPS, encode_question, held_out_table,
+                                     make_tokenizer, predict, run, seed_row, seeds_header,
+                                     seeds_line, stories, train_model)
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
 
@@ -106,7 +107,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, help=f"default {SEED}")
     parser.add_argument("--seeds", type=int, metavar="N", help="train seeds 1…N, a row each")
     parser.add_argument("--story", metavar="TEXT",
-                        help="a story ending with its question (\"… the ball is\") to answer")
+                        help=f"a story ending with its question (\"… the ball is\") to answer, "
+                             f"of at most {MAX_TOKENS} tokens")
     parser.add_argument("--svg", metavar="FILE", help="draw the recorded figure")
     args = parser.parse_args(argv)
     given = [f"--{name}" for name in ("steps", "seed", "seeds", "story", "svg")

@@ -193,6 +193,7 @@ def training_figures(recorded):
         "UNSEEN_LINE": f"{unseen['question']} -> \"{unseen['answer']}\"",
         "UNSEEN_COUNT": f"It does so in {unseen['first_colour_answers']} of {unseen['total']} "
                         f"plain stories",
+        "CONTEXT": f"A story may have up to {colour_stories.MAX_TOKENS} tokens (`MAX_TOKENS`)",
         "STORY_COMMAND": f"python3 train_attention.py --story \"{example['story']}\"",
         "STORY_RETURNS": f"returns the answer (`\"{example['answer']}\"`)",
     }
@@ -346,6 +347,8 @@ class ReadmeIsTrue(unittest.TestCase):
                       flat(read("benchmarks/README.md")))
         self.assertIn(f"on {colour_stories.TRAIN_STORIES} such stories",
                       flat(read("training/README.md")))
+        self.assertIn(f"up to MAX_TOKENS = {colour_stories.MAX_TOKENS} tokens",
+                      flat(read("train_attention.py")))
 
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")

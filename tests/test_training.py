@@ -238,6 +238,11 @@ class Predict(MessageAssertions, unittest.TestCase):
         self.assertEqual([token for token, _ in weights], self.model["tokenizer"].tokens(text))
         self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
 
+    def test_a_story_of_max_tokens_is_answered(self):
+        text = "the ball is " * 42 + "a is"
+        _, weights = cs.predict(self.model, text)
+        self.assertEqual(len(weights), cs.MAX_TOKENS)
+
     def test_a_story_is_refused_at_the_door_naming_what_came(self):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),
@@ -245,8 +250,8 @@ class Predict(MessageAssertions, unittest.TestCase):
                 ("mia has a red ball. the ball is red.", ValueError,
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),
-                ("the ball is " * 22 + "is", ValueError,
-                 f"at most {cs.MAX_TOKENS} tokens, got 67")]:
+                ("the ball is " * 43 + "is", ValueError,
+                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
             self.assertMessage(error, fragment, cs.predict, self.model, text)
         self.assertMessage(TypeError, "model must be the dict train_model returns", cs.predict,
                            self.model["params"], "the ball is")
@@ -327,7 +332,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
 
     def test_a_story_it_cannot_read_is_refused_before_training(self):
         for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 0"),
-                                ("mia has a red ball.", "must end with its question")]:
+                                ("mia has a red ball.", "must end with its question"),
+                                ("the ball is " * 43 + "is",
+                                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
             done = run_script("train_attention.py", "--story", story)
             self.assertOneLineError(done, fragment)
             self.assertNotIn("step", done.stderr)
