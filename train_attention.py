@@ -37,9 +37,9 @@ from common.golden import to_json, write_or_check
 from common.safe_io import read_text
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.colour_stories import (COLOURS, LOSS_EVERY, MAX_TOKENS, NAMES, OBJECTS,
-                                     RECORDED_SEEDS, SEED, STEPS, encode_question, held_out_table,
-                                     make_tokenizer, predict, run, seed_row, seeds_header,
-                                     seeds_line, stories, train_model)
+                                     RECORDED_SEEDS, SEED, STEPS, cannot_line, encode_question,
+                                     held_out_table, make_tokenizer, predict, run, seed_row,
+                                     seeds_header, seeds_line, stories, train_model)
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "main"]   # from Python
 
@@ -67,6 +67,7 @@ def summary(record, seconds):
               f"asked about an object the story never mentions, the layer answers its first colour "
               f"in {unseen['first_colour_answers']} of {unseen['total']} stories:",
               f"  {unseen['question']!r} -> {unseen['answer']!r}",
+              cannot_line(record),
               f"loss every {LOSS_EVERY} steps: "
               + " ".join(str(entry["mean_loss"]) for entry in record["losses"])]
     return "\n".join(lines) + "\n"
