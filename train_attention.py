@@ -37,6 +37,7 @@ From Python:
     result = train_attention.patch(model, clean, corrupted)     # what --patch --json prints
 
 The stories use the words of COLOURS, NAMES and OBJECTS; a story may use others, in lower case.
+A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
 What it leaves out is colour_stories.py's: batches, dropout, normalization, a second layer.
 """
 
@@ -55,10 +56,11 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.golden import rounded, to_json, write_or_check
     from common.safe_io import read_text
     from common.views import heatmaps_svg, panel, text_table, token_labels
-    from training.colour_stories import (COLOURS, LOSS_EVERY, NAMES, OBJECTS, RECORDED_SEEDS, SEED,
-                                         STEPS, embed, encode_question, held_out_table, layer,
-                                         make_tokenizer, measure, predict, run, seed_row,
-                                         seeds_header, seeds_line, stories, train_model)
+    from training.colour_stories import (COLOURS, LOSS_EVERY, MAX_TOKENS, NAMES, OBJECTS,
+                                         RECORDED_SEEDS, SEED, STEPS, cannot_line, embed,
+                                         encode_question, held_out_table, layer, make_tokenizer,
+                                         measure, predict, run, seed_row, seeds_header,
+                                         seeds_line, stories, train_model)
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)
     from training.recorded_model import model_from_record, model_record, read_model
@@ -135,6 +137,7 @@ def summary(record, seconds):
               f"asked about an object the story never mentions, the layer answers its first colour "
               f"in {unseen['first_colour_answers']} of {unseen['total']} stories:",
               f"  {unseen['question']!r} -> {unseen['answer']!r}",
+              cannot_line(record),
               f"loss every {LOSS_EVERY} steps: "
               + " ".join(str(entry["mean_loss"]) for entry in record["losses"])]
     return "\n".join(lines) + "\n"
@@ -177,7 +180,8 @@ def main(argv=None):
     parser.add_argument("--seeds", type=integer, metavar="N",
                         help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
     parser.add_argument("--story", metavar="TEXT",
-                        help="a story ending with its question (\"… the ball is\") to answer")
+                        help=f"a story ending with its question (\"… the ball is\") to answer, "
+                             f"of at most {MAX_TOKENS} tokens")
     parser.add_argument("--block", metavar="N[,M…]", type=_positions,
                         help="with --story: the question may no longer read these tokens "
                              "(from 1); the rest renormalised")

@@ -165,6 +165,10 @@ def training_figures(recorded):
     on = {word: example["weights"][-1][example["tokens"].index(" " + word)]
           for word in (example["colour"], example["distractor"])}
     early, late = held_out["distractor early"], held_out["distractor late"]
+    cannot = [run["cannot"][kind] for kind in colour_stories.CANNOT]
+    most = max((c, -row["seed"], kind) for row in rows for kind, c in row["cannot"].items())
+    most = (most[0], -most[1], most[2])
+    same = min(n for row in rows for n in row["same_for_an_unseen_object"].values())
     colours, total = len(colour_stories.COLOURS), colour_stories.TEST_STORIES
     return {
         "HELD_OUT_SETS": f"{NUMBER_WORDS[len(held_out)]} held-out sets of {total} stories",
@@ -197,6 +201,15 @@ def training_figures(recorded):
         "UNSEEN_LINE": f"{unseen['question']} -> \"{unseen['answer']}\"",
         "UNSEEN_COUNT": f"It does so in {unseen['first_colour_answers']} of {unseen['total']} "
                         f"plain stories",
+        "CANNOT_SENTENCE": f"Seed 1 answers the colour asked for in {cannot[0]['correct']} of "
+                           f"{total} and {cannot[1]['correct']} of {total}, and the first colour "
+                           f"in {cannot[0]['first_colour_answers']} and "
+                           f"{cannot[1]['first_colour_answers']}",
+        "CANNOT_MOST": f"Over seeds 1 to {len(rows)} the most any answers is {most[0]} of "
+                       f"{total} (seed {most[1]}, {most[2]})",
+        "CANNOT_SAME": f"each seed gives the same answer in at least {same} of {total} stories",
+        "CONTEXT": f"A story may have up to {colour_stories.MAX_TOKENS} tokens (`MAX_TOKENS`)",
+        "LONGEST": f"The longest training prompt has {run['longest_training_prompt']} tokens",
         "STORY_COMMAND": f"python3 train_attention.py --story \"{example['story']}\"",
         "STORY_RETURNS": f"returns the answer (`\"{example['answer']}\"`)",
     }
@@ -348,6 +361,8 @@ class ReadmeIsTrue(unittest.TestCase):
                       flat(read("benchmarks/README.md")))
         self.assertIn(f"on {colour_stories.TRAIN_STORIES} such stories",
                       flat(read("training/README.md")))
+        self.assertIn(f"up to MAX_TOKENS = {colour_stories.MAX_TOKENS} tokens",
+                      flat(read("train_attention.py")))
 
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")

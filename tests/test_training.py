@@ -115,6 +115,31 @@ class Stories(unittest.TestCase):
             self.assertEqual(tokenizer.tokens(s.text), [words[0]] + [" " + w if w.isalpha() else w
                                                                      for w in words[1:]], s.text)
 
+    def test_each_cannot_set_asks_about_the_second_of_two_colours(self):
+        """second object: both colours in the first sentence; distractor's object: the second
+        colour in the second sentence. Either way the question's object is the second colour's,
+        and no story is one of stories(SEED) or repeated."""
+        sets = cs.cannot_stories(SEED)
+        seen = {s.text for s in self.train} | {s.text for t in self.tests.values() for s in t}
+        texts = [s.text for test in sets.values() for s in test]
+        self.assertEqual(len(set(texts)), len(texts))
+        self.assertFalse(set(texts) & seen)
+        for kind, test in sets.items():
+            self.assertEqual(len(test), cs.TEST_STORIES, kind)
+            for s in test:
+                parts = sentences(s.text)
+                named = colour_sentences(s)
+                told = [c for i in named for c in colours_in(parts[i])]
+                self.assertEqual(told, [s.distractor, s.colour], f"{kind}: {s.text}")
+                self.assertEqual(named, [0] if kind == "second object" else [0, 1], s.text)
+                words = parts[named[-1]].split()
+                if kind == "second object":      # "… a red ball and a blue kite": the kite
+                    self.assertEqual(words[words.index(s.colour) + 1], s.thing, s.text)
+                else:
+                    self.assertIn(s.thing, words, s.text)
+                    self.assertNotIn(s.thing, parts[0].split(), s.text)
+                self.assertEqual(parts[-1], f"the {s.thing} is {s.colour}", s.text)
+
     def test_a_question_about_an_unseen_object_names_none_of_the_story(self):
         for s in self.tests["plain"]:
             text = cs.unseen_question(s)
@@ -238,6 +263,11 @@ class Predict(MessageAssertions, unittest.TestCase):
         self.assertEqual([token for token, _ in weights], self.model["tokenizer"].tokens(text))
         self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
 
+    def test_a_story_of_max_tokens_is_answered(self):
+        text = "the ball is " * 42 + "a is"
+        _, weights = cs.predict(self.model, text)
+        self.assertEqual(len(weights), cs.MAX_TOKENS)
+
     def test_a_story_is_refused_at_the_door_naming_what_came(self):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),
@@ -245,8 +275,8 @@ class Predict(MessageAssertions, unittest.TestCase):
                 ("mia has a red ball. the ball is red.", ValueError,
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),
-                ("the ball is " * 22 + "is", ValueError,
-                 f"at most {cs.MAX_TOKENS} tokens, got 67")]:
+                ("the ball is " * 43 + "is", ValueError,
+                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
             self.assertMessage(error, fragment, cs.predict, self.model, text)
         self.assertMessage(TypeError, "model must be the dict train_model returns", cs.predict,
                            self.model["params"], "the ball is")
@@ -288,6 +318,22 @@ class RecordedRun(unittest.TestCase):
                 self.assertGreater(on_colour, row["weight_on_distractor"][kind],
                                    f"seed {row['seed']}, {kind}")
 
+    def test_asked_about_the_second_colour_one_layer_answers_the_first(self):
+        for kind in cs.CANNOT:
+            result = self.seed_1["cannot"][kind]
+            self.assertGreaterEqual(result["first_colour_answers"], cs.CLAIM, kind)
+            self.assertLessEqual(result["correct"], result["total"] - cs.CLAIM, kind)
+        self.assertEqual([list(row["cannot"]) for row in self.recorded["seeds"]],
+                         [list(cs.CANNOT)] * cs.RECORDED_SEEDS)
+
+    def test_naming_another_object_leaves_almost_every_answer_as_it_was(self):
+        """The query at " is" is made of " is" and its place alone: the object the question names
+        is one key and value among many, so asking about an object the story never mentions
+        instead of the second one leaves the answer as it was, in every seed."""
+        for row in self.recorded["seeds"]:
+            for kind, same in row["same_for_an_unseen_object"].items():
+                self.assertGreaterEqual(same, cs.CLAIM, f"seed {row['seed']}, {kind}")
+
     def test_an_unseen_object_is_answered_with_the_first_colour(self):
         unseen = self.seed_1["unseen_object"]
         first_colour = colours_in(unseen["question"])[0]
@@ -327,7 +373,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
 
     def test_a_story_it_cannot_read_is_refused_before_training(self):
         for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 0"),
-                                ("mia has a red ball.", "must end with its question")]:
+                                ("mia has a red ball.", "must end with its question"),
+                                ("the ball is " * 43 + "is",
+                                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
             done = run_script("train_attention.py", "--story", story)
             self.assertOneLineError(done, fragment)
             self.assertNotIn("step", done.stderr)

@@ -56,7 +56,7 @@ from core.masked import attention_core, attention_core_backward
 
 SEED = 1
 D_MODEL, D_HEAD = 12, 8
-MAX_TOKENS = 64                # positions P holds: the longest prompt the model takes
+MAX_TOKENS = 128               # positions P holds: the longest prompt the model takes
 STEPS = 2000                   # one story per step; at 1000, 2 of seeds 1…10 fell short
 LEARNING_RATE = 0.01           # Adam's, falling linearly to 0 at the last step
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
@@ -77,6 +77,7 @@ FILLERS = ["{name} plays.", "the sun is hot.", "{name} runs.", "{name} sees a do
 SHIFTING_SENTENCE = "the sun is hot."    # put before each plain story in the shifted set
 ALPHABET = " !,.abcdefghijklmnopqrstuvwxyz"
 HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted", "long")
+CANNOT = ("second object", "distractor's object")    # the question asks about the second colour
 
 Story = namedtuple("Story", "text colour thing distractor")
 Story.__doc__ = """A story, its answer, the object it asks about, and the distractor's colour (None
@@ -165,6 +166,43 @@ def stories(seed):
                 seen.add(s.text)
                 tests[kind].append(s)
     return train, tests
+
+
+def second_colour_story(rng, kind):
+    """Two objects with a colour each and the question about the second, which one layer cannot
+    answer: both in the first sentence ("second object"), or the second in the sentence after it,
+    a distractor's place ("distractor's object"); 0 to 3 fillers after. The Story's colour is the
+    second colour, its distractor the first.
+
+    >>> second_colour_story(random.Random(3), "second object").text
+    'lily has a green bike and a white box. the box is white.'
+    """
+    name, other_name = rng.sample(NAMES, 2)
+    (first, second), (thing, other_thing) = rng.sample(COLOURS, 2), rng.sample(OBJECTS, 2)
+    if kind == "second object":
+        told = [f"{name} has a {first} {thing} and a {second} {other_thing}."]
+    else:
+        told = [colour_sentence(rng, name, first, thing),
+                colour_sentence(rng, other_name, second, other_thing, too=" too")]
+    told += [filler(rng) for _ in range(rng.randint(0, 3))]
+    return Story(" ".join(told + [f"the {other_thing} is {second}."]), second, other_thing, first)
+
+
+def cannot_stories(seed):
+    """For each kind of CANNOT, TEST_STORIES stories of second_colour_story, none of them among
+    stories(seed) or repeated. Their own generator, so that stories(seed) is what it was."""
+    train, tests = stories(seed)
+    seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
+    rng = random.Random(f"cannot {seed}")
+    sets = {}
+    for kind in CANNOT:
+        sets[kind] = []
+        while len(sets[kind]) < TEST_STORIES:
+            s = second_colour_story(rng, kind)
+            if s.text not in seen:
+                seen.add(s.text)
+                sets[kind].append(s)
+    return sets
 
 
 def question(s):
@@ -448,6 +486,14 @@ def measure(model, seed=SEED, steps=STEPS):
         text = unseen_question(s)
         unseen.append((text, predict(model, text)[0], s.colour))
     shortest = min(unseen, key=lambda one: len(one[0]))
+    cannot = {}     # the question about the second colour: what is answered, and whether the
+    for kind, test in cannot_stories(seed).items():     # object asked about changes it at all
+        cannot[kind] = evaluate(model, test)
+        answers = [predict(model, question(s))[0] for s in test]
+        cannot[kind]["first_colour_answers"] = sum(a == " " + s.distractor
+                                                   for a, s in zip(answers, test))
+        cannot[kind]["same_for_an_unseen_object"] = sum(a == predict(model, unseen_question(s))[0]
+                                                        for a, s in zip(answers, test))
     # the figure: the shortest story whose distractor follows the first sentence, every row of
     # the layer's weights
     example = min(tests["distractor early"], key=lambda s: len(question(s)))
@@ -465,6 +511,8 @@ def measure(model, seed=SEED, steps=STEPS):
                           "first_colour_answers": sum(answer == " " + colour
                                                       for _, answer, colour in unseen),
                           "total": len(unseen)},
+        "cannot": cannot,
+        "longest_training_prompt": max(len(tokenizer.encode(question(s))) for s in train),
         "losses": model["losses"],
         "example": {"story": question(example), "colour": example.colour,
                     "distractor": example.distractor,
@@ -486,7 +534,10 @@ def seed_row(record):
             "weight_on_colour": {kind: held_out[kind]["weight_on_colour"]
                                  for kind in distractor_sets},
             "weight_on_distractor": {kind: held_out[kind]["weight_on_distractor"]
-                                     for kind in distractor_sets}}
+                                     for kind in distractor_sets},
+            "cannot": {kind: result["correct"] for kind, result in record["cannot"].items()},
+            "same_for_an_unseen_object": {kind: result["same_for_an_unseen_object"]
+                                          for kind, result in record["cannot"].items()}}
 
 
 def held_out_table(record):
@@ -510,3 +561,19 @@ def seeds_header():
 def seeds_line(row):
     """One seed's line of the seeds table: how many of each held-out set it answers."""
     return f"| {row['seed']} | " + " | ".join(str(row["correct"][k]) for k in HELD_OUT) + " |\n"
+
+
+def cannot_line(record):
+    """What one layer cannot do, in a line: how often the question about the second colour is
+    answered with it, how often with the first colour, and how often the answer is the same when
+    the question names an object the story never mentions.
+
+    >>> cannot_line({"cannot": {"second object": {"correct": 0, "first_colour_answers": 60,
+    ...                                           "same_for_an_unseen_object": 59, "total": 60}}})
+    'asked about the second of two colours: second object 0 of 60 (the first colour 60; the same \
+answer about an unseen object 59)'
+    """
+    return "asked about the second of two colours: " + ", ".join(
+        f"{kind} {result['correct']} of {result['total']} (the first colour "
+        f"{result['first_colour_answers']}; the same answer about an unseen object "
+        f"{result['same_for_an_unseen_object']})" for kind, result in record["cannot"].items())
