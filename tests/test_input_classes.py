@@ -463,6 +463,66 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                 self.assertMessage(error, fragment, call, *args)
 
 
+class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
+    """The explorer's public names check what they take and the rest is underscored; a bad
+    argument of a command line exits 2 (the parser's), a bad file or value 1, one line each."""
+
+    def test_the_explorer_page_checks_its_public_doors_and_keeps_the_rest_private(self):
+        public = {name for name, value in vars(explorer).items() if callable(value) and
+                  getattr(value, "__module__", "") == explorer.__name__ and
+                  not name.startswith("_")}
+        self.assertEqual(public, {"fraction", "ln2_multiple", "lesson_page"})
+        params, x = init_attention(4, 2, 11), [[0.5, 0.1, 0.2, 0.3]] * 2
+        self.assertMessage(TypeError, "token_labels needs a list of token strings, got None",
+                           explorer.lesson_page, params, x, None, "s")
+        self.assertMessage(TypeError, "sentence must be a str, got NoneType None",
+                           explorer.lesson_page, params, x, ["a", "b"], None)
+
+    def test_the_screenshots_width_is_an_argument_and_its_page_a_file(self):
+        from explorer import browser
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "shot.png")
+            for width in ("0", "-5", "1000000000"):
+                with self.subTest(width=width):
+                    done = run_main(browser.main, "page.html", out, "--width", width)
+                    self.assertOneLineError(done, "--width must be 200 to 4000 CSS pixels")
+                    self.assertEqual(done.returncode, 2)
+            self.assertOneLineError(run_main(browser.main, tmp, out), "is a folder: expected a "
+                                                                      "file")
+            if os.path.exists("/dev/zero"):
+                self.assertOneLineError(run_main(browser.main, "/dev/zero", out),
+                                        "/dev/zero is not a file")
+
+    def test_an_empty_path_to_read_is_refused_as_an_empty_output_is(self):
+        self.assertMessage(ValueError, "the path is empty: expected a file name",
+                           bpe.Tokenizer.load, "")
+        for run, args in ((ta.main, ("--tokenizer", "")),
+                          (bpe.main, ("encode", "mia", "--tokenizer", ""))):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_main(run, *args), "the path is empty")
+
+    def test_the_labs_values_offsets_and_weights_are_refused_saying_why(self):
+        for args, fragment in (
+                (("--values", "3/0,0/2,0/4,0"), "each V row must have 1 number, got 2 in row 1 "
+                                                 "(rows a,b/c,d/...: '/' between rows"),
+                (("--offset-scores", "3=1e308"), "the offset must be within ±1e+06"),
+                (("--set-weights", "3=1,1,1"), "must be at least 0 and sum to 1 (within 1e-09)"),
+                (("--set-weights", "3=-1,1,1"), "got sum 1 and least -1")):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_script("perturb_attention.py", *args), fragment)
+        lab.offset_scores(3, lab.MAX_OFFSET)       # the bound itself is taken
+
+    def test_training_with_standard_output_closed_says_so_before_any_progress(self):
+        done = run_script("train_attention.py", "--steps", "2", stdout_closed=True)
+        self.assertEqual((done.returncode, done.stderr),
+                         (1, "error: cannot print: standard output is closed\n"))
+
+    def test_a_fresh_key_value_cache_with_a_seal_is_refused(self):
+        params = init_attention(4, 2, 11)
+        self.assertMessage(ValueError, "kv holds a seal but no keys or values",
+                           kv.attention_step, params, [0.1] * 4, {"k": [], "v": [], "seal": None})
+
+
 class RecordedFilesAreNamedWhenBroken(MessageAssertions, unittest.TestCase):
 
     def test_a_broken_lesson_trace_is_refused_naming_the_file(self):
