@@ -45,8 +45,8 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common.checks import (NotANumber, check_allowed, check_matrix, check_number, float_of,
-                           int_of)
+from common.checks import (MAX_POSITIONS, NotANumber, check_allowed, check_matrix, check_number,
+                           float_of, int_of, kind, said)
 from lab06.head import attend, attention, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
@@ -195,10 +195,14 @@ def with_labels(section):
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def _position(n, what):
-    """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""
+    """Raise TypeError unless n is an int (not a bool): a position, counted from 1; ValueError for
+    one beyond any head's MAX_POSITIONS (its description could not even print it). Whether it is
+    a position of the head at hand is the change's to say, when it meets the head."""
     if type(n) is not int:
-        raise TypeError(f"{what} must be a position counted from 1, an int, got "
-                        f"{type(n).__name__} {n!r}")
+        raise TypeError(f"{what} must be a position counted from 1, an int, got {kind(n)}")
+    if abs(n) > MAX_POSITIONS:
+        raise ValueError(f"{what} must be a position of a head, which has at most MAX_POSITIONS "
+                         f"= {MAX_POSITIONS}, got {said(n)}")
 
 
 def _numbers(values, what):

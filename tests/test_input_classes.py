@@ -343,7 +343,8 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                 (ValueError, bpe.Tokenizer(["a"], []).decode, ([huge],)),
                 (ValueError, gradcheck.central_differences, (lambda: 0.0, [[1.0]], huge)),
                 (ValueError, checks.check_index, ("i", huge, 3)),
-                (ValueError, kv.cache_multiply_adds, (-huge, 4, 2))):
+                (ValueError, kv.cache_multiply_adds, (-huge, 4, 2)),
+                (ValueError, lab.ablate_value, (huge,)), (ValueError, lab.block, (1, -huge))):
             with self.subTest(call=call.__qualname__):
                 self.assertMessage(error, said, call, *args)
         digits = "9" * 5000
