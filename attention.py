@@ -32,13 +32,14 @@ def shape(t):
     >>> shape([[1, 2, 3], [4, 5, 6]])
     (2, 3)
     """
-    sizes = []
-    while isinstance(t, list):
+    sizes, seen = [], set()
+    while isinstance(t, list) and t:
+        if id(t) in seen:       # c = []; c.append(c): each t[0] is c again, without end
+            raise ValueError("shape needs nested lists, got a list that holds itself")
+        seen.add(id(t))
         sizes.append(len(t))
-        if not t:
-            break
         t = t[0]
-    return tuple(sizes)
+    return tuple(sizes + [0] * isinstance(t, list))
 
 
 def matmul(a, b):
@@ -59,7 +60,7 @@ def transpose(a):
     >>> transpose([[1, 2, 3]])
     [[1], [2], [3]]
     """
-    checks.at_the_door(checks.check_rows, "transpose", a)
+    checks.at_the_door(checks.check_transpose, a)
     return [list(col) for col in zip(*a)]
 
 
@@ -75,8 +76,9 @@ def add(*matrices):
 
 def init_attention(d_model, d_head, seed):
     """Wq, Wk, Wv of (d_model, d_head) and Wo of (d_head, d_model), drawn in that order, row by row,
-    as round(uniform(-0.5, 0.5), 2) from random.Random(seed)."""
-    checks.check_made("Wq", d_model=d_model, d_head=d_head)
+    as round(uniform(-0.5, 0.5), 2) from random.Random(seed), seed an int."""
+    checks.check_made("Wq, Wk, Wv and Wo", 4, d_model=d_model, d_head=d_head)
+    checks.check_seed(seed)
     rng = random.Random(seed)
 
     def draw(rows, cols):

@@ -37,6 +37,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import re
     from collections import Counter, defaultdict
 
+    from common.checks import NotANumber, check_callable, int_of, said
     from common.cli import OneLineParser, check_outputs, guarded, integer, note, show
     from common.golden import to_json
     from common.safe_io import check_output_path, read_text, write_atomic
@@ -243,7 +244,7 @@ class Tokenizer:
                 raise TypeError(f"id at position {position} must be an int, "
                                 f"got {type(i).__name__} {i!r}")
             if not 0 <= i < len(self.vocab):
-                raise ValueError(f"id {i} at position {position} is not in the vocabulary "
+                raise ValueError(f"id {said(i)} at position {position} is not in the vocabulary "
                                  f"(ids 0 to {len(self.vocab) - 1})")
         return "".join(self.vocab[i] for i in ids)
 
@@ -271,9 +272,11 @@ class Tokenizer:
         text = read_text(path)          # raises TypeError for a path that is no file name
         name = os.path.basename(path)
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_int=int_of)
         except RecursionError:
             raise ValueError(f"{name} is nested too deeply to be a tokenizer") from None
+        except NotANumber as e:
+            raise ValueError(f"{name}: {e}") from None
         except ValueError as e:    # bad JSON, or a number of more digits than int() takes
             raise ValueError(f"{name} is not valid JSON: {e}") from None
         if not isinstance(data, dict):
@@ -374,10 +377,11 @@ def train(text, vocab_size, progress=None):
     left: the same merges as train_plain, much faster. progress(n_tokens) is called after each merge
     when given.
 
-    Raises TypeError for a non-string text or non-int vocab_size, ValueError for an empty text or a
-    vocab_size smaller than the alphabet.
+    Raises TypeError for a non-string text, a non-int vocab_size or a progress that is neither a
+    function nor None, ValueError for an empty text or a vocab_size smaller than the alphabet.
     """
     alphabet = _check_training_input(text, vocab_size)
+    check_callable("progress", progress, optional=True)
     with _collector_paused():   # it would walk the many small tuples made here; none is a cycle
         merges = _learn_merges(text, alphabet, vocab_size, progress)
     return Tokenizer(alphabet, merges)
@@ -496,7 +500,7 @@ def _check_training_input(text, vocab_size):
     alphabet = sorted(set(text))
     if vocab_size < len(alphabet):
         raise ValueError(f"vocab_size must be at least the text's {len(alphabet)} distinct "
-                         f"characters, got {vocab_size}")
+                         f"characters, got {said(vocab_size)}")
     return alphabet
 
 

@@ -309,9 +309,10 @@ def _flagged(flag, text, change):
     return flagged_change
 
 
-def _why(error):
-    """": 1e400 is beyond float range (…)" for a NotANumber, nothing for another ValueError."""
-    return f": {error}" if isinstance(error, NotANumber) else ""
+def _why(error, text=None):
+    """": 1e400 is beyond float range (…)", what is wrong, said after the form a flag takes;
+    nothing for an error that only repeats the text."""
+    return "" if str(error) == text else f": {error}"
 
 
 def _numbers(text):
@@ -381,7 +382,7 @@ def _change_argument(flag):
             return _flagged(flag, text, make(text))
         except ValueError as e:
             raise argparse.ArgumentTypeError(f"{flag} takes {text_form} such as {example}, "
-                                             f"got {text!r}{_why(e)}") from None
+                                             f"got {text!r}{_why(e, text)}") from None
     return parse
 
 
@@ -502,7 +503,8 @@ def _run(args):
         try:
             head = lab06.with_values(head, args.values)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"--values: {e}") from None
+            raise ValueError(f"--values: {e} (rows a,b/c,d/...: '/' between rows, ',' "
+                             f"between numbers)") from None
     if args.grade is not None:
         from lab06 import grader as grade_lab06
         own = args.head is not None or args.values is not None or changes

@@ -49,7 +49,7 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
     params or x that the layer or the view would refuse (that refusal, said of the file)."""
     name = os.path.basename(path)
     try:
-        trace = json.loads(read_text(path))
+        trace = json.loads(read_text(path), parse_int=checks.int_of)
         if type(trace) is not dict:
             raise TypeError(f"expected a JSON object, got {type(trace).__name__}")
         sentence, tokens, params, x = (trace[key] for key in ("sentence", "tokens", "params", "x"))

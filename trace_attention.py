@@ -31,7 +31,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
 
     from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
     from bpe import Tokenizer, chunks
-    from common.checks import check_made, check_matrix
+    from common.checks import check_made, check_matrix, check_seed
     from common.cli import check_outputs, guarded, parse_trace_args, save_views, show, trace_parser
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
@@ -57,26 +57,26 @@ FIGURE = "attention-weights.svg"                   # the views this command reco
 PAGE = os.path.join("explorer", "attention-explorer.html")   # from the project folder
 
 
-def _table(rows, seed):
-    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed), drawn row by row.
-    Raises ValueError unless rows is an int of at least 1 and seed an int."""
+def _table(rows, seed, offset):
+    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed + offset), drawn row
+    by row. Raises ValueError unless rows is an int of at least 1, TypeError unless seed is an
+    int."""
     check_made("the table", rows=rows, d_model=D_MODEL)
-    if type(seed) is not int:
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    rng = random.Random(seed)
+    check_seed(seed)
+    rng = random.Random(seed + offset)
     return [[round(rng.uniform(-1, 1), 2) for _ in range(D_MODEL)] for _ in range(rows)]
 
 
 def embeddings(vocab_size, seed=SEED):
     """(vocab_size, D_MODEL): row i is the input vector of token id i. Drawn from
     random.Random(seed + 1)."""
-    return _table(vocab_size, seed + 1)
+    return _table(vocab_size, seed, 1)
 
 
 def readout(T, seed=SEED):
     """(T, D_MODEL), drawn from random.Random(seed + 2): a fixed weighting r of the output, so that
     loss = Σ out·r and dLoss/d(out) = r."""
-    return _table(T, seed + 2)
+    return _table(T, seed, 2)
 
 
 def loss(params, x, r, mask="causal"):
@@ -302,7 +302,7 @@ def _run(args):
     check_outputs([("--svg", args.svg, FIGURE), ("--html", args.html, PAGE),
                    ("--export", args.export, None)],
                   [("--tokenizer", args.tokenizer)])
-    tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer else None
+    tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer is not None else None
     sentence = SENTENCE if args.sentence is None else args.sentence
     if args.changed is not None:
         changed = args.changed

@@ -51,7 +51,9 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from concurrent.futures import ProcessPoolExecutor
 
     from attention import attention_forward, causal_mask
-    from common.cli import OneLineParser, check_outputs, guarded, integer, note, save_view, show
+    from common.checks import int_of
+    from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
+                            save_view, show)
     from common.export import export_text
     from common.golden import rounded, to_json, write_or_check
     from common.safe_io import read_text
@@ -248,6 +250,7 @@ def _progress(step, loss):
 
 
 def _run(args):
+    check_stdout()          # every run prints; a closed standard output is said before training
     seed = SEED if args.seed is None else args.seed
     steps = STEPS if args.steps is None else args.steps
     figure = args.story is None and args.patch is None and args.export is None
@@ -316,8 +319,8 @@ def _recorded():
     """training-run.json as written by --write: the run of seed 1 and a row for each seed. Raises
     ValueError when it is not."""
     try:
-        recorded = json.loads(read_text(RUN_PATH))
-    except json.JSONDecodeError as e:
+        recorded = json.loads(read_text(RUN_PATH), parse_int=int_of)
+    except ValueError as e:     # bad JSON, or an integer of more than 309 digits
         raise ValueError(f"training-run.json is not valid JSON ({e}): run --write") from None
     if (not isinstance(recorded, dict) or not isinstance(recorded.get("run"), dict)
             or not isinstance(recorded.get("seeds"), list)

@@ -9,13 +9,16 @@ A number is a plain float or int, its type exactly one of those: a subclass (num
 one) can redefine `*` or `<` and lie to every check, so it is refused with a TypeError that says
 to convert it with float(); a bool is refused too. A size is checked against its limit before
 anything of that size is made: MAX_POSITIONS positions for a sequence (the layer's (T, T) maps),
-MAX_ENTRIES entries for any other matrix a function makes (such as matmul's product).
+MAX_ENTRIES entries for what one call makes in all (matmul's product, init_attention's four
+matrices together). A message shows an int that came by said(): one too long to print whole by its
+size, "an int of 16610 bits"; a seed is an int (check_seed), a function argument callable.
 
 The numbers are checked where they come in: attention_forward's params and x, attend's q, k, v and
 mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) are public
 too, and a learner calls them directly, so each checks what it is handed: its shapes, that every
 entry is a finite number (not a bool, not an int no float can hold), and that no sum it takes can
-pass float range, so that nothing after it needs checking. Those checks are passes of C over the
+pass float range, so that nothing after it needs checking (transpose, which computes nothing,
+only that each is a plain number, or each a bool: a mask). Those checks are passes of C over the
 operands (about 40% of the layer's time at the lesson's 6 tokens, 6% at T = 256 and d_model 64); an
 entry is read one by one only to name the one that is wrong.
 
@@ -33,9 +36,12 @@ from itertools import chain
 
 _PLAIN_NUMBERS = {float, int}
 
-MAX_POSITIONS = 4096       # the longest sequence: the layer's (T, T) maps then hold 2**24 entries
-MAX_ENTRIES = 2 ** 24      # the most entries of a matrix a function makes: 16,777,216 floats,
-                           # about 0.5 GB as Python lists, and minutes of work
+MAX_ENTRIES = 2 ** 22      # the most entries one call makes in all: 4,194,304 floats, about
+                           # 130 MB as Python lists and seconds of work, not minutes
+MAX_POSITIONS = 1024       # the longest sequence: the layer's four (T, T) maps (raw_scores,
+                           # scores, weights, the mask) then hold MAX_ENTRIES, and a forward pass
+                           # answers in seconds (at 4096 it took most of a minute); the KV-cache
+                           # benchmark goes to 512
 
 
 # ---- once, at the door -------------------------------------------------------------------------
@@ -121,8 +127,8 @@ def check_matrix(name, m, cols=None, label=None):
         raise ValueError(f"{name} rows are empty: expected at least one number per row")
     for i, row in enumerate(m):
         if len(row) != cols:
-            raise ValueError(f"each {label or name} row must have {cols} numbers, "
-                             f"got {len(row)} in row {i}")
+            raise ValueError(f"each {label or name} row must have {cols} "
+                             f"number{'s' * (cols > 1)}, got {len(row)} in row {i}")
         for j, value in enumerate(row):
             check_number(f"{name}[{i}][{j}]", value)
     return len(m), cols
@@ -133,10 +139,9 @@ def check_number(where, value, expected="a finite number"):
     subclass), naming where it stands."""
     if type(value) not in _PLAIN_NUMBERS:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise TypeError(f"{where} must be a plain float or int, got {type(value).__name__} "
-                            f"{_short(value)}: a subclass may redefine its arithmetic; convert it "
-                            f"with float()")
-        raise TypeError(f"{where} must be a number, got {type(value).__name__} {_short(value)}")
+            raise TypeError(f"{where} must be a plain float or int, got {kind(value)}: a "
+                            f"subclass may redefine its arithmetic; convert it with float()")
+        raise TypeError(f"{where} must be a number, got {kind(value)}")
     try:
         finite = math.isfinite(value)
     except OverflowError:
@@ -167,13 +172,43 @@ def float_of(text):
     return number
 
 
-def _short(value):
-    """repr(value), cut to 60 characters: a message names what came, not all of it."""
+def int_of(text):
+    """The int a JSON file's integer text stands for, at most 309 digits: one of more is beyond
+    float range and any size or id here, and int() refuses one of more than 4300 digits in
+    Python's words (sys.set_int_max_str_digits), not the file's. Raises NotANumber.
+
+    >>> int_of("-12")
+    -12
+    """
+    digits = len(text.lstrip("-"))
+    if digits > 309:
+        raise NotANumber(f"{text[:12]}… is an integer of {digits} digits, beyond float range "
+                         f"(±{sys.float_info.max!r}, 309 digits)")
+    return int(text)
+
+
+def said(value):
+    """How a message shows a value that came: its repr, cut to 60 characters; an int of more than
+    40 digits by its size ("an int of 16610 bits"), since Python will not print one of more than
+    4300 digits and a message has no room for one of 41.
+
+    >>> said(10 ** 5000), said(3), said("abc")
+    ('an int of 16610 bits', '3', "'abc'")
+    """
+    if isinstance(value, int) and abs(value) >= 10 ** 40:
+        return f"an int of {value.bit_length()} bits"
     try:
         text = repr(value)
     except Exception:           # a repr that raises is the value's own fault; say what it is
         return f"<{type(value).__name__}>"
     return text if len(text) <= 60 else text[:60] + "…"
+
+
+def kind(value):
+    """A value that came, with its type: "str 'a'", "bool True", "an int of 16610 bits"."""
+    if isinstance(value, int) and abs(value) >= 10 ** 40:
+        return said(value) if type(value) is int else f"{type(value).__name__}, {said(value)}"
+    return f"{type(value).__name__} {said(value)}"
 
 
 def check_index(name, value, size, what="an index"):
@@ -185,24 +220,26 @@ def check_index(name, value, size, what="an index"):
     ValueError: answer must be a token id, 0 to 2, got 3
     """
     if type(value) is not int:
-        raise TypeError(f"{name} must be {what}, an int 0 to {size - 1}, got "
-                        f"{type(value).__name__} {_short(value)}")
+        raise TypeError(f"{name} must be {what}, an int 0 to {size - 1}, got {kind(value)}")
     if not 0 <= value < size:
-        raise ValueError(f"{name} must be {what}, 0 to {size - 1}, got {value}")
+        raise ValueError(f"{name} must be {what}, 0 to {size - 1}, got {said(value)}")
 
 
 def check_positions(T):
     """Raise unless T positions is within MAX_POSITIONS: the layer makes (T, T) maps."""
     if T > MAX_POSITIONS:
-        raise ValueError(f"a sequence of {T} positions is longer than the layer takes: at most "
-                         f"MAX_POSITIONS = {MAX_POSITIONS} (its (T, T) maps would hold {T * T} "
-                         f"entries)")
+        raise ValueError(f"the sequence is longer than the layer takes: T = {said(T)}, at most "
+                         f"MAX_POSITIONS = {MAX_POSITIONS} positions (its four (T, T) maps then "
+                         f"hold MAX_ENTRIES = {MAX_ENTRIES} entries)")
 
 
-def check_entries(name, rows, cols):
-    """Raise unless a (rows, cols) matrix to be made is within MAX_ENTRIES entries."""
-    if rows * cols > MAX_ENTRIES:
-        raise ValueError(f"{name} would be ({rows}, {cols}), {rows * cols} entries: at most "
+def check_entries(name, rows, cols, count=1):
+    """Raise unless count (rows, cols) matrices to be made hold at most MAX_ENTRIES entries in
+    all: a bound on what one call makes, checked before it makes any of them."""
+    if count * rows * cols > MAX_ENTRIES:
+        size = f"({said(rows)}, {said(cols)})"
+        raise ValueError(f"{name} would be {f'{count} × ' if count > 1 else ''}{size}, "
+                         f"{said(count * rows * cols)} entries{' in all' * (count > 1)}: at most "
                          f"MAX_ENTRIES = {MAX_ENTRIES} entries")
 
 
@@ -239,6 +276,25 @@ def check_rows(name, a):
         raise ValueError(f"{name} needs rows of one length, got {_shape_text(a)}")
 
 
+def check_transpose(a):
+    """transpose's door: a list of rows of one length (or no rows), within MAX_ENTRIES, of plain
+    numbers, or of bools throughout (a mask); a bool among numbers, a list, a list that holds
+    itself is refused. It computes nothing, so −∞ (a masked score) and any float may stand."""
+    check_rows("transpose", a)
+    check_entries("transpose's result", len(a), len(a[0]) if a else 0)
+    types = set(map(type, chain.from_iterable(a)))
+    if types <= _PLAIN_NUMBERS or types == {bool}:
+        return
+    mask = type(a[0][0]) is bool if a[0] else False
+    for i, row in enumerate(a):
+        for j, value in enumerate(row):
+            if mask and type(value) is not bool:
+                raise TypeError(f"transpose's [{i}][{j}] must be True or False, as [0][0] is (a "
+                                f"mask), got {kind(value)}")
+            if not mask and type(value) not in _PLAIN_NUMBERS:
+                check_number(f"transpose's [{i}][{j}]", value)
+
+
 def check_matmul(a, b):
     """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, the
     product within MAX_ENTRIES, and no sum of m products can go beyond float range (m · max|a| ·
@@ -269,6 +325,7 @@ def check_add(matrices):
     if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
         raise ValueError(f"add needs matrices of one shape, got "
                          f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
+    check_entries("add's sum", len(matrices[0]), len(matrices[0][0]) if matrices[0] else 0)
     if sum(_magnitude(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices)) > \
             sys.float_info.max:      # their magnitudes added up bound every sum
         largest = max(map(_largest, matrices))
@@ -305,6 +362,7 @@ def check_scores_row(row):
         raise TypeError(f"softmax_row needs a list of scores, got {type(row).__name__}")
     if not row:
         raise ValueError("softmax_row needs at least one score, got an empty row")
+    check_entries("softmax_row's weights", 1, len(row))
     try:
         if set(map(type, row)) <= _PLAIN_NUMBERS and not any(map(math.isnan, row)) and \
                 max(row) != math.inf and max(row) != -math.inf:
@@ -369,9 +427,9 @@ def check_sizes(**sizes):
     """Raise unless each size is an int (exactly: not a bool) of at least 1."""
     for name, value in sizes.items():
         if type(value) is not int:
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {_short(value)}")
+            raise TypeError(f"{name} must be an int, got {kind(value)}")
         if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
+            raise ValueError(f"{name} must be at least 1, got {said(value)}")
 
 
 def check_length(T):
@@ -380,11 +438,25 @@ def check_length(T):
     check_positions(T)
 
 
-def check_made(name, **sizes):
-    """Raise unless the two sizes (rows, cols) of the matrix name, to be made, are ints of at
-    least 1 and their product within MAX_ENTRIES."""
+def check_made(name, count=1, **sizes):
+    """Raise unless the two sizes (rows, cols) of the count matrices name, to be made, are ints of
+    at least 1 and count · rows · cols within MAX_ENTRIES."""
     check_sizes(**sizes)
-    check_entries(name, *sizes.values())
+    check_entries(name, *sizes.values(), count=count)
+
+
+def check_callable(name, value, optional=False):
+    """Raise TypeError unless value is a function (or None, when optional), naming what came."""
+    if not (callable(value) or optional and value is None):
+        raise TypeError(f"{name} must be a function{' or None' * optional}, got {kind(value)}")
+
+
+def check_seed(seed):
+    """Raise unless seed is an int (not a bool): random.Random takes a float, a str or None too,
+    but the lesson's weights are drawn from an int, and None would draw other weights every run."""
+    if type(seed) is not int:
+        raise TypeError(f"seed must be an int, got {kind(seed)}: the lesson's weights are "
+                        f"drawn from int seeds")
 
 
 def check_params(params):
@@ -461,7 +533,7 @@ def check_head(q, k, v, allowed, blocked_score):
     check_allowed(allowed, T, S)
     if type(blocked_score) not in _PLAIN_NUMBERS:
         raise TypeError(f"blocked_score must be -inf or a finite number, got "
-                        f"{type(blocked_score).__name__} {_short(blocked_score)}")
+                        f"{kind(blocked_score)}")
     if blocked_score != -math.inf:
         check_number("blocked_score", blocked_score, "-inf or a finite number")
 
@@ -603,6 +675,9 @@ def _check_kv(kv, params):
         if type(kv[name]) is not list:
             raise TypeError(f"kv[{name!r}] must be a list of rows, got {type(kv[name]).__name__}")
     if not kv["k"] and not kv["v"]:     # an empty cache is the right start for any params
+        if "seal" in kv:                # one with a seal had its rows removed, or is bogus
+            raise ValueError(f"kv holds a seal but no keys or values: start from {_FRESH_KV}, "
+                             f"without a seal")
         check_params(params)
         return
     seal = kv.get("seal")

@@ -5,6 +5,7 @@
     guarded(action), fail(message)    an error becomes one line on stderr and exit status 1;
                                       Ctrl-C is one line and exit status 130
     show(text)                        print, or an OSError when standard output is closed
+    check_stdout()                    that OSError, asked before long work
     note(line)                        a line on stderr (progress), or nothing when it is closed
     check_outputs(outputs, inputs)    before any work: no output is an input, another output or a
                                       shipped file
@@ -27,11 +28,17 @@ from common.safe_io import check_output_path, write_atomic
 def show(text, flush=False):
     """Write text to standard output, and flush it when asked (a line a person waits for); raises
     OSError naming standard output when it is closed or cannot be written."""
-    if sys.stdout is None:
-        raise OSError("cannot print: standard output is closed")
+    check_stdout()
     _on_stdout(sys.stdout.write, text)
     if flush:
         _on_stdout(sys.stdout.flush)
+
+
+def check_stdout():
+    """Raise OSError when standard output is closed: a command that works long before it prints
+    asks first, so that no progress line comes before the error."""
+    if sys.stdout is None:
+        raise OSError("cannot print: standard output is closed")
 
 
 def _on_stdout(call, *args):

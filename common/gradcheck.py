@@ -13,7 +13,7 @@ dropped path, a missing 1/√d) misses by far more.
 
 import math
 
-from common.checks import check_matrix
+from common.checks import check_callable, check_matrix, check_number, check_rows, kind, said
 
 EPS = 1e-6       # the lesson's ε
 MIN_EPS, MAX_EPS = 1e-10, 1.0      # below: rounding (1e-16 / eps) swamps the difference
@@ -32,9 +32,10 @@ def central_differences(f, matrix, eps=EPS):
     |entry|·RESOLVED), a matrix whose rows are one list repeated (a change to one would change
     them all), or an f that gives no finite float or int (True is no loss).
     """
+    check_callable("f", f)
     if type(eps) not in (float, int) or not MIN_EPS <= eps <= MAX_EPS:
         raise ValueError(f"eps must be a finite number above 0, {MIN_EPS} to {MAX_EPS} (the "
-                         f"lesson's is {EPS}), got {type(eps).__name__} {eps!r}")
+                         f"lesson's is {EPS}), got {kind(eps)}")
     check_matrix("matrix", matrix)
     if len({id(row) for row in matrix}) != len(matrix):
         raise ValueError("central_differences needs rows that are separate lists; these repeat "
@@ -54,12 +55,28 @@ def central_differences(f, matrix, eps=EPS):
                 down = f()
             finally:
                 row[j] = saved
-            if not all(type(y) in (float, int) and math.isfinite(y) for y in (up, down)):
-                raise ValueError(f"f must give a finite number, got {up!r} and {down!r} around "
-                                 f"entry [{i}][{j}]")
-            grad_row.append((up - down) / (2 * eps))
+            for y in (up, down):
+                if type(y) not in (float, int):       # True is no loss
+                    raise TypeError(f"f must give a number, got {kind(y)} around entry "
+                                    f"[{i}][{j}]")
+                if not _holds(y):
+                    raise ValueError(f"f must give a finite number, got {said(up)} and "
+                                     f"{said(down)} around entry [{i}][{j}]")
+            slope = (float(up) - float(down)) / (2 * eps)
+            if not math.isfinite(slope):
+                raise ValueError(f"the difference of f's values around entry [{i}][{j}], {up!r} "
+                                 f"and {down!r}, over 2·eps is beyond float range")
+            grad_row.append(slope)
         grad.append(grad_row)
     return grad
+
+
+def _holds(y):
+    """True for a float or int that is a finite float (10**400 is none)."""
+    try:
+        return math.isfinite(y)
+    except OverflowError:
+        return False
 
 
 def max_err(a, b):
@@ -79,15 +96,20 @@ def max_err(a, b):
     gaps = [0.0]
     for name in a:
         rows_a, rows_b = a[name], b[name]
+        check_rows(f"max_err's {name}", rows_a)
+        check_rows(f"max_err's {name}", rows_b)
         if len(rows_a) != len(rows_b) or any(len(r) != len(s) for r, s in zip(rows_a, rows_b)):
             raise ValueError(f"max_err needs {name} of one shape on both sides, got "
                              f"{[len(r) for r in rows_a]} and {[len(r) for r in rows_b]} entries "
                              f"per row")
         for i, (row_a, row_b) in enumerate(zip(rows_a, rows_b)):
             for j, (p, q) in enumerate(zip(row_a, row_b)):
-                gap = abs(p - q)
+                for y in (p, q):
+                    if type(y) not in (float, int):
+                        check_number(f"max_err's {name}[{i}][{j}]", y)    # a TypeError
+                gap = abs(float(p) - float(q)) if _holds(p) and _holds(q) else math.inf
                 if not math.isfinite(gap):
-                    raise ValueError(f"max_err needs finite gradients, got {p!r} and {q!r} at "
-                                     f"{name}[{i}][{j}]")
+                    raise ValueError(f"max_err needs finite gradients, got {said(p)} and "
+                                     f"{said(q)} at {name}[{i}][{j}]")
                 gaps.append(gap)
     return max(gaps)

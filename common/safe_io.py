@@ -78,11 +78,13 @@ def _tracked(root):
                      if name)
 
 
-def _check_path(path):
+def _check_path(path, what=""):
     """Raise TypeError unless path is a file name, a str or an os.PathLike (pathlib.Path), and
-    ValueError when it holds a NUL, which no file name can."""
+    ValueError when it is empty or holds a NUL, which no file name can."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"a file name must be a str, got {type(path).__name__} {path!r:.60}")
+    if not os.fspath(path):
+        raise ValueError(f"the {what}path is empty: expected a file name")
     if "\0" in os.fspath(path):
         raise ValueError(f"a file name cannot hold a NUL character, got {os.fspath(path)!r:.60}")
 
@@ -93,9 +95,7 @@ def check_output_path(path, own=None, others=()):
     "attention-weights.svg") that the command asking writes itself, and any of others: (name,
     path) pairs of the other files the command reads or writes (None for one it does not), which
     an output must not replace. A view is no golden file, and one view is not another."""
-    _check_path(path)
-    if not os.fspath(path):
-        raise ValueError("the output path is empty: expected a file name")
+    _check_path(path, "output ")
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder: expected a file name")
     target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))

@@ -79,7 +79,7 @@ def token_labels(tokens):
     >>> token_labels(["the", " cat", " saw", " the", " cat"])
     ['the', '␣cat@1', '␣saw', '␣the', '␣cat@4']
     """
-    if isinstance(tokens, str) or not all(isinstance(token, str) for token in tokens):
+    if type(tokens) not in (list, tuple) or not all(type(token) is str for token in tokens):
         raise TypeError(f"token_labels needs a list of token strings, got {tokens!r:.60}")
     shown = [label(token) for token in tokens]
     counts = Counter(shown)

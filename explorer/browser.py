@@ -222,15 +222,19 @@ def main(argv=None):
     parser.add_argument("--fragment", default="", help="the state to open, e.g. mode=zero&row=2")
     parser.add_argument("--width", type=integer, default=880, help="in CSS pixels (default 880)")
     args = parser.parse_args(argv)
+    if not 200 <= args.width <= 4000:
+        parser.error(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
 
     def shoot():
-        if not os.path.isfile(args.page):
+        if os.path.isdir(args.page):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", args.page)
+        if not os.path.exists(args.page):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", args.page)
+        if not os.path.isfile(args.page):
+            raise ValueError(f"{args.page} is not a file: expected an HTML file")
         check_outputs([("the picture", args.picture,                  # before a browser
                         own_picture(args.page, args.fragment, args.width))],  # starts for
                       [("the page", args.page)])                              # nothing
-        if not 200 <= args.width <= 4000:
-            raise ValueError(f"--width must be 200 to 4000 CSS pixels, got {args.width}")
         if missing():
             raise OSError(missing())
         page_screenshot(args.page, args.picture, args.fragment, args.width)

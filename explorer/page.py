@@ -24,6 +24,9 @@ only shows what it is given: no softmax, no product, no rounding in JavaScript.
     lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
     fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
 
+These check what they are handed. The rest, underscored, is the page writer's own: it is handed
+only what those doors (and Lab 06's lab_page, which shares _explored and _page) checked or built.
+
 It leaves out the output projection (out = mixed·Wo), the backward pass and the edit of a later
 token: the trace, its tables and its figures show those.
 """
@@ -87,7 +90,7 @@ def ln2_multiple(score):
 # ---- the arithmetic of each cell, as lines of pieces ------------------------------------------
 # A line is a list of pieces: a string, or [name, text] for a number the page can point at.
 
-def shown(name, value, exact=False, of_score=False):
+def _shown(name, value, exact=False, of_score=False):
     """The pieces of one substituted number: [name, text], then the fraction it stands for when
     exact (the lab's head) and one fits that the decimals do not already say."""
     pieces = [[name, number(value)]]
@@ -97,12 +100,12 @@ def shown(name, value, exact=False, of_score=False):
     return pieces
 
 
-def factor(name, value, exact=False):
+def _factor(name, value, exact=False):
     """A number inside a product: in parentheses when negative."""
-    return ["(", *shown(name, value, exact), ")"] if value < 0 else shown(name, value, exact)
+    return ["(", *_shown(name, value, exact), ")"] if value < 0 else _shown(name, value, exact)
 
 
-def vector(name, values, exact=False):
+def _vector(name, values, exact=False):
     """The pieces of a row vector, then its fractions when every entry has one."""
     pieces = [[name, "[" + ", ".join(number(v) for v in values) + "]"]]
     found = [fraction(v) for v in values] if exact else []
@@ -112,32 +115,27 @@ def vector(name, values, exact=False):
     return pieces
 
 
-def softmax_terms(scores_row):
+def _softmax_terms(scores_row):
     """(max, exps, Σ) of one row of scores, the steps softmax_row takes:
     exps[j] = exp(s_j − max), Σ = fsum(exps), and exps[j] / Σ is the weight, to the last bit.
 
-    >>> softmax_terms([0.0, math.log(2), -math.inf])
+    >>> _softmax_terms([0.0, math.log(2), -math.inf])
     (0.6931471805599453, [0.5, 1.0, 0.0], 1.5)
     """
-    checks.check_scores_row(scores_row)
     top = max(scores_row)
     exps = [math.exp(s - top) for s in scores_row]
     return top, exps, fsum(exps)
 
 
-def score_terms(q_i, k_j):
+def _score_terms(q_i, k_j):
     """(products, scale) of one score, the steps attention_core takes: q_i[c]·k_j[c] for each c,
     and 1/√d; fsum(products) · scale is the score, to the last bit."""
-    checks.check_matrix("q_i", [q_i])
-    checks.check_matrix("k_j", [k_j], cols=len(q_i), label="k_j")
     return [a * b for a, b in zip(q_i, k_j)], 1 / math.sqrt(len(q_i))
 
 
-def cell_lines(m, i, j, terms, rows, cols, side, exact):
+def _cell_lines(m, i, j, terms, rows, cols, side, exact):
     """How weights[i][j] of the map m comes about, and what it adds to row i of the side matrix,
     named side (mixed, or the lab's z). terms is row i's (max, exps, Σ): the softmax's steps."""
-    checks.check_index("i", i, len(rows), "a row of the map")
-    checks.check_index("j", j, len(cols), "a column of the map")
     top, exps, total = terms
     q, k, v, s = m["q"], m["k"], m["v"], m["scores"][i][j]
     I, J = subscript(i + 1), subscript(j + 1)
@@ -150,52 +148,52 @@ def cell_lines(m, i, j, terms, rows, cols, side, exact):
              " exactly"],
             [f"into {side}{I}: nothing; 0 × v{J} adds 0"]]
     if m["blocked"][i][j]:
-        lines.append(["score   s = ", *shown("score", s), ": the bug writes this where the mask "
+        lines.append(["score   s = ", *_shown("score", s), ": the bug writes this where the mask "
                       f"means −∞, whatever q{I}·k{J} is"])
     else:
-        products, scale = score_terms(q[i], k[j])
+        products, scale = _score_terms(q[i], k[j])
         d = len(products)
         first = [f"score   s = (q{I}·k{J}) × 1/√{d} = ("]
         second = ["        = ("]
         for c in range(d):
             plus = [" + "] if c else []
-            first += plus + factor(f"q.{c + 1}", q[i][c]) + [" × "] + factor(f"k.{c + 1}", k[j][c])
-            second += plus + factor(f"product.{c + 1}", products[c])
-        lines += [first + [") × ", *shown("scale", scale)],
-                  second + [") × ", *shown("scale", scale), " = ",
-                            *shown("score", s, exact, of_score=True)]]
+            first += plus + _factor(f"q.{c + 1}", q[i][c]) + [" × "] + _factor(f"k.{c + 1}",
+                                                                                 k[j][c])
+            second += plus + _factor(f"product.{c + 1}", products[c])
+        lines += [first + [") × ", *_shown("scale", scale)],
+                  second + [") × ", *_shown("scale", scale), " = ",
+                            *_shown("score", s, exact, of_score=True)]]
     w = exps[j] / total
-    lines.append(["weight  w = exp(s − max) / Σ = exp(", *shown("score", s), " − ",
-                  *factor("max", top), ") / ", *shown("sum", total, exact), " = ",
-                  *shown("exp", exps[j], exact), " / ", *shown("sum", total, exact), " = ",
-                  *shown("weight" if m["zeroed"] is None else "softmax", w, exact)])
+    lines.append(["weight  w = exp(s − max) / Σ = exp(", *_shown("score", s), " − ",
+                  *_factor("max", top), ") / ", *_shown("sum", total, exact), " = ",
+                  *_shown("exp", exps[j], exact), " / ", *_shown("sum", total, exact), " = ",
+                  *_shown("weight" if m["zeroed"] is None else "softmax", w, exact)])
     if m["zeroed"] is not None and m["zeroed"][i][j]:
         lines.append(["then set to 0 after the softmax: w = ", ["weight", number(0.0)],
                       "; the row is not renormalized, and its Σ held the future all the same"])
     weight = m["weights"][i][j]
-    lines.append([f"into {side}{I}: w × v{J} = ", *shown("weight", weight, exact), " × ",
-                  *vector("v", v[j], exact), " = ",
-                  *vector("contribution", [weight * value for value in v[j]], exact)])
+    lines.append([f"into {side}{I}: w × v{J} = ", *_shown("weight", weight, exact), " × ",
+                  *_vector("v", v[j], exact), " = ",
+                  *_vector("contribution", [weight * value for value in v[j]], exact)])
     return lines
 
 
-def row_lines(m, i, side, exact):
+def _row_lines(m, i, side, exact):
     """Row i as a whole: its weights' sum, and the side row as the sum of what each source adds."""
-    checks.check_index("i", i, len(m["weights"]), "a row of the map")
     I = subscript(i + 1)
     weights, v = m["weights"][i], m["v"]
     line = [f"{side}{I} = Σ w × v = "]
     for j, s in enumerate(m["scores"][i]):
         if s != -math.inf:
-            line += ([" + "] if len(line) > 1 else []) + vector(
+            line += ([" + "] if len(line) > 1 else []) + _vector(
                 "term", [weights[j] * value for value in v[j]], exact)
-    return [[f"row {i + 1}: Σ w = ", *shown("row-sum", fsum(weights), exact)],
-            line + [" = ", *vector(side, m["mixed"][i], exact)]]
+    return [[f"row {i + 1}: Σ w = ", *_shown("row-sum", fsum(weights), exact)],
+            line + [" = ", *_vector(side, m["mixed"][i], exact)]]
 
 
 # ---- the maps: the lesson's mask modes ----------------------------------------------------------
 
-def lesson_maps(params, x):
+def _lesson_maps(params, x):
     """One map per mask mode, each from attention_forward(params, x, mode)."""
     maps, T = [], len(x)
     for mode in MASK_MODES:
@@ -210,7 +208,7 @@ def lesson_maps(params, x):
     return maps
 
 
-def explored(maps, rows, cols, side, exact):
+def _explored(maps, rows, cols, side, exact):
     """What the page embeds: for each map its numbers (scores with None for −∞), each cell as
     shown, the rows that differ from the first map, and every cell's and row's arithmetic. side is
     the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z")."""
@@ -219,9 +217,9 @@ def explored(maps, rows, cols, side, exact):
     for m in maps:
         cells, arithmetic = [], []
         for i, scores_i in enumerate(m["scores"]):
-            terms = softmax_terms(scores_i)
+            terms = _softmax_terms(scores_i)
             cells.append([_cell(m, i, j) for j in range(len(cols))])
-            arithmetic.append([cell_lines(m, i, j, terms, rows, cols, side[1], exact)
+            arithmetic.append([_cell_lines(m, i, j, terms, rows, cols, side[1], exact)
                                for j in range(len(cols))])
         modes.append({
             "key": m["key"], "title": m["title"], "subtitle": m["subtitle"],
@@ -232,7 +230,7 @@ def explored(maps, rows, cols, side, exact):
             "changed": changed_rows(first["weights"], m["weights"]),
             "side_changed": changed_rows(first["mixed"], m["mixed"]),
             "arithmetic": arithmetic,
-            "row_arithmetic": [row_lines(m, i, side[1], exact) for i in range(len(rows))]})
+            "row_arithmetic": [_row_lines(m, i, side[1], exact) for i in range(len(rows))]})
     return {"rows": rows, "cols": cols, "side": side[0], "modes": modes}
 
 
@@ -459,7 +457,7 @@ render();
 """
 
 
-def page(title, note, command, switch, data):
+def _page(title, note, command, switch, data):
     """One HTML file: the static frame, the data as JSON and the script that shows it. note names
     the command that wrote the page, which is shown as code."""
     rows, cols, modes = data["rows"], data["cols"], data["modes"]
@@ -524,7 +522,10 @@ Enter or Space locks or unlocks it. The address keeps the state, #mode=…&amp;r
 
 def lesson_page(params, x, tokens, sentence):
     """The lesson's explorer for x (T, d_model) of the tokens of sentence: the three mask modes.
-    Raises ValueError unless there is one token per row of x, at most MAX_TOKENS of them."""
+    Raises ValueError unless there is one token per row of x, at most MAX_TOKENS of them, and
+    TypeError for tokens that are not a list of strings or a sentence that is not a string."""
+    if type(sentence) is not str:
+        raise TypeError(f"sentence must be a str, got {checks.kind(sentence)}")
     labels = token_labels(tokens)
     if not 1 <= len(x) <= MAX_TOKENS or len(labels) != len(x):
         raise ValueError(f"the explorer takes 1 to {MAX_TOKENS} positions, one token each; got "
@@ -532,5 +533,6 @@ def lesson_page(params, x, tokens, sentence):
     note = ("Every number on this page was computed in Python by attention_forward (attention.py) "
             "and written in by trace_attention.py --html; the page's script only shows them. "
             "Untrained, seeded weights; positions count from 1.")
-    return page(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html", "mask",
-                explored(lesson_maps(params, x), labels, labels, ("mixed", "mixed"), exact=False))
+    return _page(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html",
+                 "mask", _explored(_lesson_maps(params, x), labels, labels, ("mixed", "mixed"),
+                                   exact=False))

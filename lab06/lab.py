@@ -45,11 +45,12 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common.checks import NotANumber, check_allowed, check_matrix, check_number, float_of
+from common.checks import (MAX_POSITIONS, NotANumber, check_allowed, check_matrix, check_number,
+                           float_of, int_of, kind, said)
 from lab06.head import attend, attention, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
-from common.views import MAX_TOKENS, exact_fraction, number, subscript
+from common.views import MAX_TOKENS, TOLERANCE, exact_fraction, number, subscript
 
 # kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
 C = math.sqrt(2) * math.log(2)
@@ -194,10 +195,14 @@ def with_labels(section):
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def _position(n, what):
-    """Raise TypeError unless n is an int (not a bool): a position, counted from 1."""
+    """Raise TypeError unless n is an int (not a bool): a position, counted from 1; ValueError for
+    one beyond any head's MAX_POSITIONS (its description could not even print it). Whether it is
+    a position of the head at hand is the change's to say, when it meets the head."""
     if type(n) is not int:
-        raise TypeError(f"{what} must be a position counted from 1, an int, got "
-                        f"{type(n).__name__} {n!r}")
+        raise TypeError(f"{what} must be a position counted from 1, an int, got {kind(n)}")
+    if abs(n) > MAX_POSITIONS:
+        raise ValueError(f"{what} must be a position of a head, which has at most MAX_POSITIONS "
+                         f"= {MAX_POSITIONS}, got {said(n)}")
 
 
 def _numbers(values, what):
@@ -295,11 +300,18 @@ def shift_values(shift):
     return change
 
 
+MAX_OFFSET = 1e6     # an ulp of 1e6 is 1.2e-10: s + c rounds by less than the lab's 1e-9
+
+
 def offset_scores(i, c):
     """Add c to every score of row i (a blocked one stays −∞), then take that row's softmax
-    again. A stable softmax gives the same weights, up to the rounding of s + c."""
+    again. A stable softmax gives the same weights, up to the rounding of s + c: within the lab's
+    TOLERANCE for |c| up to MAX_OFFSET, so a larger c is refused (1e308 would lose the scores)."""
     _position(i, "the row")
     check_number("the offset", c)
+    if abs(c) > MAX_OFFSET:
+        raise ValueError(f"the offset must be within ±{MAX_OFFSET:g}, got {c:g}: beyond it s + c "
+                         f"rounds the scores by more than the lab's {TOLERANCE:g}")
 
     def change(scores, allowed):
         at = _index(i, len(scores), "row")
@@ -326,10 +338,15 @@ def scale_scores(i, c):
 
 def set_weights(i, weights):
     """a_i := weights after the softmax, a map of your own for row i; the mixture is taken again.
-    Raises ValueError for a row of the wrong length, a number that is not finite, or a weight on a
-    source the mask blocks."""
+    Raises ValueError for a row of the wrong length, a number that is not finite, a weight below
+    0, weights whose sum is not 1 within the lab's TOLERANCE, or a weight on a source the mask
+    blocks."""
     _position(i, "the row")
     _numbers(weights, "the weights")
+    if any(w < 0 for w in weights) or abs(fsum(weights) - 1) > TOLERANCE:
+        raise ValueError(f"the weights must be at least 0 and sum to 1 (within {TOLERANCE:g}), as "
+                         f"a softmax's do, got sum {fsum(weights):g} and least "
+                         f"{min(weights, default=0):g}")
 
     def change(all_weights, allowed):
         at = _index(i, len(all_weights), "row")
@@ -413,7 +430,8 @@ def read_head(path):
     name = os.path.basename(path)
     text = read_text(path)                # its own errors name the file
     try:
-        data = json.loads(text, parse_float=float_of)     # 1e-400 is refused, not read as 0
+        # 1e-400 is refused, not read as 0; an integer of 5000 digits in the project's words
+        data = json.loads(text, parse_float=float_of, parse_int=int_of)
     except RecursionError:
         raise ValueError(f"{name} is nested too deeply to be a head") from None
     except NotANumber as e:

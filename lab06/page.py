@@ -5,7 +5,7 @@ with its arithmetic in fractions where they are exact.
 """
 
 from common.views import MAX_TOKENS
-from explorer.page import explored, page
+from explorer.page import _explored, _page      # the explorer's writer, shared
 from lab06.lab import HEAD, cases, position_labels, run
 
 
@@ -44,6 +44,6 @@ def lab_page(result, head=HEAD, changes=()):
             "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
             "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
             "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
-    return page("Lab 06: one attention head, changed one piece at a time", note,
-                "perturb_attention.py --html", "map",
-                explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))
+    return _page("Lab 06: one attention head, changed one piece at a time", note,
+                 "perturb_attention.py --html", "map",
+                 _explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))

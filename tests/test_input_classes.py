@@ -15,8 +15,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from attention import (attention_forward, causal_mask, init_attention, matmul, softmax_row,
-                       transpose)
+from attention import (add, attention_forward, causal_mask, init_attention, matmul, shape,
+                       softmax_row, transpose)
 import bpe
 from common import checks, cli, gradcheck, safe_io, views
 from explorer import page as explorer
@@ -239,22 +239,51 @@ class SizesHaveStatedLimits(MessageAssertions, unittest.TestCase):
 
     def test_sizes_beyond_the_limits_are_refused_naming_the_limit(self):
         params = init_attention(4, 2, 11)
+        positions = f"MAX_POSITIONS = {checks.MAX_POSITIONS}"
+        entries = f"MAX_ENTRIES = {checks.MAX_ENTRIES}"
         for fragment, call, args in (
-                ("MAX_POSITIONS = 4096", causal_mask, (10 ** 6,)),
-                ("MAX_POSITIONS = 4096", attention_forward, (params, [[0.5] * 4] * 20_000)),
-                ("MAX_ENTRIES = 16777216", init_attention, (10 ** 9, 2, 1)),
-                ("MAX_ENTRIES = 16777216", init_attention, (2, 10 ** 9, 1)),
-                ("MAX_ENTRIES = 16777216", matmul, ([[1.0]] * 5000, [[1.0] * 5000])),
-                ("MAX_POSITIONS = 4096", attend, ([[1.0]] * 5000, [[1.0]], [[1.0]],
-                                                  [[True]] * 5000)),
-                ("MAX_ENTRIES = 16777216", ta.embeddings, (10 ** 9,))):
+                (positions, causal_mask, (10 ** 6,)),
+                (positions, attention_forward, (params, [[0.5] * 4] * 20_000)),
+                (entries, init_attention, (10 ** 9, 2, 1)),
+                (entries, init_attention, (2, 10 ** 9, 1)),
+                (entries, matmul, ([[1.0]] * 5000, [[1.0] * 5000])),
+                (positions, attend, ([[1.0]] * 5000, [[1.0]], [[1.0]], [[True]] * 5000)),
+                (entries, ta.embeddings, (10 ** 9,))):
             with self.subTest(call=call.__name__):
                 self.assertMessage(ValueError, fragment, call, *args)
+
+    def test_what_one_call_makes_in_all_is_refused_just_over_the_limit(self):
+        """init_attention's four matrices, add's sum, transpose's result and softmax_row's
+        weights count against MAX_ENTRIES together, one entry over it refused before any is made
+        (the operands share one row, so building them costs little)."""
+        over = checks.MAX_ENTRIES + 1
+        row = [0.0] * 2049                   # 2048 × 2049 is just over 2**22
+        self.assertGreater(2048 * 2049, checks.MAX_ENTRIES)
+        self.assertLess(2048 * 2048, checks.MAX_ENTRIES + 1)
+        for call, args in ((init_attention, (checks.MAX_ENTRIES // 4 + 1, 1, 1)),
+                           (init_attention, (2 ** 10, 2 ** 10 + 1, 1)),
+                           (add, ([row] * 2048, [row] * 2048)),
+                           (transpose, ([row] * 2048,)),
+                           (softmax_row, ([0.0] * over,))):
+            with self.subTest(call=call.__name__):
+                self.assertMessage(ValueError, f"at most MAX_ENTRIES = {checks.MAX_ENTRIES}",
+                                   call, *args)
+        checks.check_made("Wq, Wk, Wv and Wo", 4, d_model=checks.MAX_ENTRIES // 4, d_head=1)
+        self.assertEqual(checks.MAX_POSITIONS ** 2 * 4, checks.MAX_ENTRIES)   # the four maps
 
     def test_a_sequence_of_the_limit_is_taken(self):
         checks.check_length(checks.MAX_POSITIONS)        # no error
         checks.check_made("Wq", d_model=checks.MAX_ENTRIES, d_head=1)
         self.assertEqual(len(causal_mask(300)), 300)
+
+    def test_a_list_that_holds_itself_is_refused_not_followed_forever(self):
+        c = []
+        c.append(c)
+        self.assertMessage(ValueError, "shape needs nested lists, got a list that holds itself",
+                           shape, c)
+        self.assertMessage(TypeError, "transpose's [0][0] must be a number, got list", transpose,
+                           c)
+        self.assertEqual((shape([]), shape([[]]), shape([[1, 2]])), ((0,), (1, 0), (1, 2)))
 
 
 class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
@@ -286,6 +315,48 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                     call(*args)
         self.assertMessage(TypeError, "must be a plain float or int, got Lying 1.0", matmul,
                            [[liar]], [[1.0]])
+
+    def test_a_bool_is_no_number_and_a_seed_is_a_plain_int(self):
+        """random.Random takes a float, a str or None as well; None would draw other weights each
+        run, NaN too (its hash differs between runs), and the lesson's seeds are ints."""
+        class Seed(float):
+            pass
+
+        self.assertMessage(TypeError, "transpose's [0][1] must be a number, got bool True",
+                           transpose, [[1.0, True]])
+        self.assertMessage(TypeError, "transpose's [0][1] must be True or False, as [0][0] is",
+                           transpose, [[True, 1]])
+        self.assertEqual(transpose([[True, False]]), [[True], [False]])     # a mask, whole
+        for seed in (True, Seed(1.0), math.nan, None, "abc", 1.0):
+            for call, args in ((init_attention, (4, 2, seed)), (ta.embeddings, (3, seed)),
+                               (colour_stories.init_params, (5, seed))):
+                with self.subTest(call=call.__name__, seed=seed):
+                    self.assertMessage(TypeError, "seed must be an int, got", call, *args)
+        self.assertEqual(transpose([[1.0, -math.inf]]), [[1.0], [-math.inf]])   # masked scores
+
+    def test_an_int_too_long_to_print_is_shown_by_its_size(self):
+        huge, said = 10 ** 5000, "an int of 16610 bits"
+        self.assertEqual(checks.said(huge), said)
+        self.assertEqual(checks.said(-huge), said)
+        for error, call, args in (
+                (ValueError, causal_mask, (huge,)), (ValueError, init_attention, (huge, 1, 1)),
+                (ValueError, bpe.Tokenizer(["a"], []).decode, ([huge],)),
+                (ValueError, gradcheck.central_differences, (lambda: 0.0, [[1.0]], huge)),
+                (ValueError, checks.check_index, ("i", huge, 3)),
+                (ValueError, kv.cache_multiply_adds, (-huge, 4, 2)),
+                (ValueError, lab.ablate_value, (huge,)), (ValueError, lab.block, (1, -huge))):
+            with self.subTest(call=call.__qualname__):
+                self.assertMessage(error, said, call, *args)
+        digits = "9" * 5000
+        with tempfile.TemporaryDirectory() as tmp:
+            head = write(os.path.join(tmp, "h.json"), '{"X": [[%s, 0]], "WQ": [[1]], "WK": [[1]], '
+                                                      '"WV": [[1]]}' % digits)
+            tokenizer = write(os.path.join(tmp, "t.json"), '{"version": %s}' % digits)
+            for done in (run_script("perturb_attention.py", "--head", head),
+                         run_main(bpe.main, "encode", "mia", "--tokenizer", tokenizer)):
+                self.assertOneLineError(done, "999999999999… is an integer of 5000 digits, "
+                                              "beyond float range")
+                self.assertNotIn("set_int_max_str_digits", done.stderr)
 
     def test_a_dict_subclass_is_no_params(self):
         class Params(dict):
@@ -330,8 +401,31 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                            gradcheck.central_differences, lambda: 0.0, [[1.0]], 1e-320)
         self.assertMessage(ValueError, "eps 1e-06 is too small for entry [0][0] = 10000000000.0",
                            gradcheck.central_differences, lambda: 0.0, [[1e10]])
-        self.assertMessage(ValueError, "f must give a finite number, got True and True",
-                           gradcheck.central_differences, lambda: True, [[1.0]])
+        self.assertMessage(TypeError, "f must give a number, got bool True around entry "
+                                      "[0][0]", gradcheck.central_differences, lambda: True,
+                           [[1.0]])
+
+    def test_a_function_argument_and_what_it_gives_are_checked_not_raised_raw(self):
+        w = [[1.0]]
+        for error, fragment, call, args in (
+                (TypeError, "progress must be a function or None, got int 5", bpe.train,
+                 ("abab", 10, 5)),
+                (TypeError, "f must be a function, got int 5", gradcheck.central_differences,
+                 (5, [[1.0]])),
+                (ValueError, "f must give a finite number, got an int of 1329 bits and an int "
+                             "of 1329 bits", gradcheck.central_differences,
+                 (lambda: 10 ** 400, [[1.0]])),
+                (ValueError, "over 2·eps is beyond float range", gradcheck.central_differences,
+                 (lambda: 1.7e308 if w[0][0] > 1.0 else -1.7e308, w)),
+                (ValueError, "max_err needs finite gradients, got an int of 1329 bits and 0.0",
+                 gradcheck.max_err, ({"W": [[10 ** 400]]}, {"W": [[0.0]]})),
+                (TypeError, "max_err's W needs a list of rows, got NoneType", gradcheck.max_err,
+                 ({"W": None}, {"W": None})),
+                (TypeError, "max_err's W[0][0] must be a number, got str 'a'", gradcheck.max_err,
+                 ({"W": [["a"]]}, {"W": [[0.0]]}))):
+            with self.subTest(call=call.__qualname__, fragment=fragment):
+                self.assertMessage(error, fragment, call, *args)
+        self.assertEqual(w, [[1.0]])
 
     def test_an_index_out_of_range_is_refused_not_read_from_the_end(self):
         params = colour_stories.init_params(5, 1)
@@ -347,8 +441,6 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                            kv.row_errors, given[2], full, 3)
         self.assertMessage(ValueError, "a mark's row must be a row of the table, 0 to 0, got -1",
                            views.text_table, ["a"], ["b"], [[1.0]], {-1: "◀"})
-        self.assertMessage(ValueError, "i must be a row of the map, 0 to 0, got -1",
-                           explorer.cell_lines, {}, -1, 0, None, ["a"], ["a"], "mixed", False)
 
     def test_sizes_and_arguments_of_the_wrong_kind_name_what_came(self):
         for error, fragment, call, args in (
@@ -364,15 +456,72 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
                  explorer.fraction, (math.nan,)),
                 (ValueError, "ln2_multiple's score must be a finite number, got inf",
                  explorer.ln2_multiple, (math.inf,)),
-                (ValueError, "softmax_row needs at least one score, got an empty row",
-                 explorer.softmax_terms, ([],)),
-                (ValueError, "q_i rows are empty", explorer.score_terms, ([], [])),
                 (ValueError, "matmul needs (n, m)·(m, p), got (0, 0)·(0, 0)", matmul, ([], [])),
                 (ValueError, "matmul needs (n, m)·(m, p), got (1, 1)·(0, 0)", matmul,
                  ([[1.0]], [])),
                 (TypeError, "transpose needs a list of rows", transpose, (None,))):
             with self.subTest(call=call.__qualname__, args=args):
                 self.assertMessage(error, fragment, call, *args)
+
+
+class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
+    """The explorer's public names check what they take and the rest is underscored; a bad
+    argument of a command line exits 2 (the parser's), a bad file or value 1, one line each."""
+
+    def test_the_explorer_page_checks_its_public_doors_and_keeps_the_rest_private(self):
+        public = {name for name, value in vars(explorer).items() if callable(value) and
+                  getattr(value, "__module__", "") == explorer.__name__ and
+                  not name.startswith("_")}
+        self.assertEqual(public, {"fraction", "ln2_multiple", "lesson_page"})
+        params, x = init_attention(4, 2, 11), [[0.5, 0.1, 0.2, 0.3]] * 2
+        self.assertMessage(TypeError, "token_labels needs a list of token strings, got None",
+                           explorer.lesson_page, params, x, None, "s")
+        self.assertMessage(TypeError, "sentence must be a str, got NoneType None",
+                           explorer.lesson_page, params, x, ["a", "b"], None)
+
+    def test_the_screenshots_width_is_an_argument_and_its_page_a_file(self):
+        from explorer import browser
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "shot.png")
+            for width in ("0", "-5", "1000000000"):
+                with self.subTest(width=width):
+                    done = run_main(browser.main, "page.html", out, "--width", width)
+                    self.assertOneLineError(done, "--width must be 200 to 4000 CSS pixels")
+                    self.assertEqual(done.returncode, 2)
+            self.assertOneLineError(run_main(browser.main, tmp, out), "is a folder: expected a "
+                                                                      "file")
+            if os.path.exists("/dev/zero"):
+                self.assertOneLineError(run_main(browser.main, "/dev/zero", out),
+                                        "/dev/zero is not a file")
+
+    def test_an_empty_path_to_read_is_refused_as_an_empty_output_is(self):
+        self.assertMessage(ValueError, "the path is empty: expected a file name",
+                           bpe.Tokenizer.load, "")
+        for run, args in ((ta.main, ("--tokenizer", "")),
+                          (bpe.main, ("encode", "mia", "--tokenizer", ""))):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_main(run, *args), "the path is empty")
+
+    def test_the_labs_values_offsets_and_weights_are_refused_saying_why(self):
+        for args, fragment in (
+                (("--values", "3/0,0/2,0/4,0"), "each V row must have 1 number, got 2 in row 1 "
+                                                 "(rows a,b/c,d/...: '/' between rows"),
+                (("--offset-scores", "3=1e308"), "the offset must be within ±1e+06"),
+                (("--set-weights", "3=1,1,1"), "must be at least 0 and sum to 1 (within 1e-09)"),
+                (("--set-weights", "3=-1,1,1"), "got sum 1 and least -1")):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_script("perturb_attention.py", *args), fragment)
+        lab.offset_scores(3, lab.MAX_OFFSET)       # the bound itself is taken
+
+    def test_training_with_standard_output_closed_says_so_before_any_progress(self):
+        done = run_script("train_attention.py", "--steps", "2", stdout_closed=True)
+        self.assertEqual((done.returncode, done.stderr),
+                         (1, "error: cannot print: standard output is closed\n"))
+
+    def test_a_fresh_key_value_cache_with_a_seal_is_refused(self):
+        params = init_attention(4, 2, 11)
+        self.assertMessage(ValueError, "kv holds a seal but no keys or values",
+                           kv.attention_step, params, [0.1] * 4, {"k": [], "v": [], "seal": None})
 
 
 class RecordedFilesAreNamedWhenBroken(MessageAssertions, unittest.TestCase):

@@ -269,6 +269,7 @@ def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD, max_tokens=MAX
 
     P starts at zero, so at first every position looks alike: the layer must find the colour by
     what it is, and training adds the order it needs to tell the first colour from a later one."""
+    checks.check_seed(seed)
     rng = random.Random(seed)
 
     def draw(rows, cols):
@@ -377,11 +378,9 @@ def train_model(seed=SEED, steps=STEPS, progress=None):
     Returns the model: {"tokenizer", "params", "losses"}, the losses being the mean loss of every
     LOSS_EVERY steps. progress(step, mean_loss) is called with each when given. Raises TypeError
     unless seed and steps are ints, and ValueError for fewer than 1 step."""
-    for name, value in (("seed", seed), ("steps", steps)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
+    checks.check_seed(seed)
+    checks.check_sizes(steps=steps)
+    checks.check_callable("progress", progress, optional=True)
     train, _ = stories(seed)
     tokenizer = make_tokenizer(train)
     pairs = [(tokenizer.encode(question(s)), tokenizer.encode(" " + s.colour)[0]) for s in train]

@@ -36,6 +36,7 @@ import re
 
 from attention import matmul
 from core.masked import attention_core
+from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.colour_stories import COLOURS, embed, encode_question, question
@@ -81,7 +82,7 @@ def _positions(positions, T, flag):
             raise TypeError(f"{flag} takes positions as ints, got {type(n).__name__} {n!r}")
         if not 1 <= n <= T:
             raise ValueError(f"{flag} takes positions 1 to {T} (the story's tokens, counted "
-                             f"from 1), got {n}")
+                             f"from 1), got {said(n)}")
     return [n - 1 for n in positions]
 
 

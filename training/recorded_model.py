@@ -19,7 +19,7 @@ import json
 import os
 
 from bpe import Tokenizer
-from common.checks import check_matrix
+from common.checks import check_matrix, int_of
 from common.safe_io import read_text
 
 PARAMS = ("E", "P", "U", "Wq", "Wk", "Wv", "Wo")
@@ -78,8 +78,8 @@ def read_model(path):
     what train_attention.py --write wrote, and OSError when it cannot be read."""
     name = os.path.basename(path)
     try:
-        record = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
+        record = json.loads(read_text(path), parse_int=int_of)
+    except ValueError as e:     # bad JSON, or an integer of more than 309 digits
         raise ValueError(f"{name} is not valid JSON ({e}): run train_attention.py "
                          f"--write") from None
     return model_from_record(record, name)
