@@ -518,6 +518,7 @@ def stop_the_graders_midway(signal_names):
                 ready.append(len(got))
                 os.kill(pid, getattr(signal, name))
             printed = graders.stdout.read()
+            graders.stdout.close()
             graders.wait()
             codes, results = [int(line) for line in printed.split()[-len(pids):]], {}
             for name, reader, got, code in zip(signal_names, readers, ready, codes):
