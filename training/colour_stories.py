@@ -159,13 +159,19 @@ def stories(seed):
             tests[kind] = [s._replace(text=f"{SHIFTING_SENTENCE} {s.text}")
                            for s in tests["plain"]]
             continue
-        tests[kind] = []
-        while len(tests[kind]) < TEST_STORIES:
-            s = held_out_story(rng, kind)
-            if s.text not in seen:
-                seen.add(s.text)
-                tests[kind].append(s)
+        tests[kind] = distinct(lambda: held_out_story(rng, kind), seen)
     return train, tests
+
+
+def distinct(draw, seen):
+    """TEST_STORIES stories of draw(), in the order drawn, none of them in seen; seen gains each."""
+    found = []
+    while len(found) < TEST_STORIES:
+        s = draw()
+        if s.text not in seen:
+            seen.add(s.text)
+            found.append(s)
+    return found
 
 
 def second_colour_story(rng, kind):
@@ -194,15 +200,7 @@ def cannot_stories(seed):
     train, tests = stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
     rng = random.Random(f"cannot {seed}")
-    sets = {}
-    for kind in CANNOT:
-        sets[kind] = []
-        while len(sets[kind]) < TEST_STORIES:
-            s = second_colour_story(rng, kind)
-            if s.text not in seen:
-                seen.add(s.text)
-                sets[kind].append(s)
-    return sets
+    return {kind: distinct(lambda: second_colour_story(rng, kind), seen) for kind in CANNOT}
 
 
 def question(s):
