@@ -40,8 +40,9 @@ def lab_page(result, head=HEAD, changes=()):
         raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
     found = cases(result, head, changes)
     labels = position_labels(T)
-    note = ("Every number on this page was computed in Python by lab06.py through attend, the core "
-            "the lesson's layer uses, and written in by perturb_attention.py --html; the page's "
+    note = ("Every number on this page was computed in Python by lab06/lab.py through attend, over "
+            "the core the lesson's layer uses, and written in by perturb_attention.py --html; the "
+            "page's "
             "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
             "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
     return _page("Lab 06: one attention head, changed one piece at a time", note,
