@@ -36,8 +36,10 @@ From Python:
     before, after = train_attention.intervene(model, text, block=[4], ablate=None)
     result = train_attention.patch(model, clean, corrupted)     # what --patch --json prints
 
-The stories use the words of COLOURS, NAMES and OBJECTS; a story may use others, in lower case.
-A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
+The stories use the eleven COLOURS and the words of training/story_words.py; a story may use
+others, in lower-case letters with spaces and . , ! ? ' (a word the stories never use is read in
+pieces). A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the
+limit.
 What it leaves out is colour_stories.py's: batches, dropout, normalization, a second layer.
 """
 
@@ -60,9 +62,9 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.views import heatmaps_svg, panel, text_table, token_labels
     from training.colour_stories import (COLOURS, LOSS_EVERY, MAX_TOKENS, NAMES, OBJECTS,
                                          RECORDED_SEEDS, SEED, STEPS, cannot_line, embed,
-                                         encode_question, held_out_table, layer, make_tokenizer,
-                                         measure, predict, run, seed_row, seeds_header,
-                                         seeds_line, stories, train_model)
+                                         encode_question, held_out_table, layer, measure,
+                                         predict, run, seed_row, seeds_header, seeds_line,
+                                         stories, train_model, training_tokenizer)
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)
     from training.recorded_model import model_from_record, model_record, read_model
@@ -309,7 +311,7 @@ def _model(seed, steps, texts):
     texts are checked before any training."""
     if seed == SEED and steps == STEPS:
         return recorded_model()
-    tokenizer = make_tokenizer(stories(seed)[0])
+    tokenizer = training_tokenizer()
     for text in texts:
         encode_question(tokenizer, text)       # refused before training
     return train_model(seed, steps, _progress)

@@ -17,6 +17,7 @@ Nothing here is a test; the test files import it, and no other module does.
 """
 
 import contextlib
+import functools
 import io
 import os
 import shutil
@@ -112,3 +113,12 @@ def run_main(main, *args, cwd=None, stdout_closed=False, stderr_closed=False):
         os.chdir(here)
     return subprocess.CompletedProcess(args, code, out.getvalue() if out else "",
                                        err.getvalue() if err else "")
+
+
+@functools.lru_cache(maxsize=None)
+def recorded_seed_stories():
+    """The recorded seed's stories, training_story's and every held-out set
+    (colour_stories.stories(SEED)), drawn once for every test module of a run: none changes
+    them."""
+    from training import colour_stories
+    return colour_stories.stories(colour_stories.SEED)

@@ -431,9 +431,10 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
 
     def test_an_index_out_of_range_is_refused_not_read_from_the_end(self):
         params = colour_stories.init_params(5, 1)
-        self.assertMessage(ValueError, "answer must be a token id, 0 to 4, got -1",
+        self.assertMessage(ValueError, "answer must be an index of COLOURS, 0 to 10, got -1",
                            colour_stories.loss_and_grads, params, [0, 1, 2], -1)
-        self.assertMessage(TypeError, "answer must be a token id, an int 0 to 4, got bool",
+        self.assertMessage(TypeError,
+                           "answer must be an index of COLOURS, an int 0 to 10, got bool",
                            colour_stories.loss_and_grads, params, [0, 1, 2], True)
         params, x = init_attention(4, 2, 11), [[0.5, 0.1, 0.2, 0.3]] * 3
         full, given = attention_forward(params, x), kv.steps(params, x)

@@ -151,7 +151,8 @@ def seeds_sentence(rows):
             f"all is {worst} of {total} (seed {seed}, {kind}).")
 
 
-NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight"]
+NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                "ten", "eleven", "twelve", "thirteen", "fourteen"]
 
 
 def training_figures(recorded):
@@ -183,7 +184,7 @@ def training_figures(recorded):
                                f"colour, so its {max(next_token_bigram)} of {total}",
         "QUESTION_SENTENCE": f"always answers the colour most frequent in training, "
                              f"\"{after_is['question']}\"",
-        "CHANCE": f"(1 in {colours}, {total / colours} of {total})",
+        "CHANCE": f"(1 in {colours}, about {total / colours:.1f} of {total})",
         "QUESTION_RANGE": f"{min(question_bigram)} to {max(question_bigram)} of {total}",
         "TABLE_SEEDS": colour_stories.seeds_header() + "".join(
             colour_stories.seeds_line(row) for row in rows[:colour_stories.TUNED_ON]),

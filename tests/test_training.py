@@ -8,14 +8,18 @@ import json
 import math
 import os
 import random
+import re
 import tempfile
 import unittest
 from collections import Counter
 
 from attention import attention_backward, attention_forward, matmul, softmax_row, transpose
 from common.gradcheck import central_differences, max_err
-from tests.helpers import HERE, MessageAssertions, run_script
+from tests.helpers import HERE, MessageAssertions, recorded_seed_stories, run_script
+from bpe import chunks
 from training import colour_stories as cs
+from training import story_words
+from training.recorded_model import read_model
 
 SEED = 20261129
 # Central differences with ε = 1e-6 on a loss of size ~1: truncation O(ε²) and rounding about
@@ -23,10 +27,9 @@ SEED = 20261129
 GRAD_TOLERANCE = 1e-7
 
 
-@functools.lru_cache(maxsize=None)
 def seeded_stories():
-    """cs.stories(SEED), made once for every class here: no test changes them."""
-    return cs.stories(SEED)
+    """cs.stories(cs.SEED), drawn once for every test: the recorded run's stories."""
+    return recorded_seed_stories()
 
 
 def bits(value):
@@ -39,18 +42,23 @@ def bits(value):
 
 
 def sentences(text):
-    """'mia has a red ball. the ball is red.' -> ['mia has a red ball', 'the ball is red']"""
-    return text.removesuffix(".").split(". ")
+    """'mia has a red ball! the ball is red.' -> ['mia has a red ball', 'the ball is red']: every
+    sentence of the generator ends with . ! or ?, and none holds one inside."""
+    return [part[:-1] for part in re.split(r"(?<=[.!?]) ", text)]
 
 
 def colours_in(sentence):
-    words = sentence.replace(",", " ").replace("!", " ").split()
+    words = re.split(r"[ ,!?.']+", sentence)
     return [word for word in words if word in cs.COLOURS]
 
 
 def colour_sentences(s):
     """The indices of the story's sentences that name a colour, its question left out."""
     return [i for i, one in enumerate(sentences(s.text)[:-1]) if colours_in(one)]
+
+
+def tokens(text):
+    return len(cs.training_tokenizer().encode(text))
 
 
 class Stories(unittest.TestCase):
@@ -64,7 +72,7 @@ class Stories(unittest.TestCase):
             parts = sentences(s.text)
             named = colour_sentences(s)
             self.assertEqual(colours_in(parts[named[0]]), [s.colour], s.text)
-            self.assertIn(s.thing, parts[named[0]].split(), s.text)
+            self.assertIn(s.thing, re.split(r"[ ,!?']+", parts[named[0]]), s.text)
             self.assertEqual(parts[-1], f"the {s.thing} is {s.colour}", s.text)
             if s.distractor is None:
                 self.assertEqual(len(named), 1, s.text)
@@ -73,53 +81,120 @@ class Stories(unittest.TestCase):
                 distractor = parts[named[1]]
                 self.assertEqual(colours_in(distractor), [s.distractor], s.text)
                 self.assertNotEqual(s.distractor, s.colour, s.text)
-                self.assertNotIn(s.thing, distractor.split(), s.text)
+                self.assertNotIn(s.thing, re.split(r"[ ,!?']+", distractor), s.text)
 
     def test_each_held_out_set_is_what_its_name_says(self):
+        """Where the first colour sentence stands (after how many lead-ins), how many sentences
+        follow it, whether a distractor does, and what else each set's name promises."""
         for kind, test in self.tests.items():
             self.assertEqual(len(test), cs.TEST_STORIES, kind)
             for s in test:
                 named, count = colour_sentences(s), len(sentences(s.text))
-                expected = {"plain": ([0], range(2, 8)), "distractor early": ([0, 1], range(3, 9)),
-                            "distractor late": ([0, count - 2], range(3, 9)),
-                            "lead-in": (named[:1], range(3, 11)), "shifted": ([1], range(3, 9)),
-                            "long": ([0], range(8, 11))}[kind]
-                self.assertEqual(named, expected[0], f"{kind}: {s.text}")
-                self.assertIn(count, expected[1], f"{kind}: {s.text}")
-            if kind == "lead-in":
-                self.assertEqual({colour_sentences(s)[0] for s in test}, {1, 2, 3})
+                first, after = named[0], count - named[0] - 2     # sentences after the first
+                lead_ins, fillers, distractor = {
+                    "plain": (range(1), range(6), False),
+                    "distractor early": (range(1), range(1, 7), True),
+                    "distractor late": (range(1), range(1, 7), True),
+                    "lead-in": (range(1, 4), range(6), False), "shifted": ([1], range(6), False),
+                    "long": (range(1), range(6, 9), False),
+                    "long lead-in": (range(4, 9), range(6), False),
+                    "late colour": (range(9, 15), range(2), False),
+                    "lead-in and distractor": (range(1, 9), range(1, 7), True),
+                    "punctuation": (range(5), range(7), None),
+                    "new words": (range(5), range(6), None),
+                    "full context": (range(15), range(1, 16), True)}[kind]
+                self.assertIn(first, lead_ins, f"{kind}: {s.text}")
+                self.assertIn(after, fillers, f"{kind}: {s.text}")
+                if distractor is not None:
+                    self.assertEqual(len(named) == 2, distractor, f"{kind}: {s.text}")
+                if kind == "distractor early":
+                    self.assertEqual(named, [0, 1], s.text)
+                if kind == "distractor late":
+                    self.assertEqual(named, [0, count - 2], s.text)
+                self.assertLessEqual(tokens(cs.question(s)), cs.MAX_TOKENS, s.text)
+                if kind == "full context":
+                    self.assertGreaterEqual(tokens(cs.question(s)), cs.MAX_TOKENS * 3 // 4)
+                if kind == "punctuation":     # every colour-free sentence holds a mark but its end
+                    for i, part in enumerate(sentences(s.text)[:-1]):
+                        if i not in named:
+                            self.assertTrue(set(part) & set(",!?'") or s.text[
+                                len(" ".join(sentences(s.text)[:i + 1])) + i] in "!?", part)
+            if kind in ("lead-in", "long lead-in", "late colour"):
+                self.assertEqual({colour_sentences(s)[0] for s in test},
+                                 {"lead-in": {1, 2, 3}, "long lead-in": set(range(4, 9)),
+                                  "late colour": set(range(9, 15))}[kind], kind)
         self.assertEqual(self.tests["shifted"],
                          [s._replace(text=f"{cs.SHIFTING_SENTENCE} {s.text}")
                           for s in self.tests["plain"]])
+
+    def test_the_new_words_set_uses_no_word_a_training_story_holds(self):
+        trained = {word for s in self.train for word in re.split(r"[ ,!?.']+", s.text)}
+        trained |= {word for name in story_words.__all__ for phrase in getattr(story_words, name)
+                    for word in phrase.split()}
+        new = {word for s in self.tests["new words"] for sentence in sentences(s.text)[:-1]
+               for word in re.split(r"[ ,!?']+", sentence)} - set(cs.COLOURS)
+        common = {"the", "a", "an", "is", "of", "in", "at", "was", "has", "had", "got", "so",
+                  "all", "then", "why", "what", "it", "look", "too", "one", "day", "today", "oh",
+                  "later", "there", "found", "bought", "colour", "painted", "liked", "best", "big",
+                  "small", "new", "old", "little", "s", "does", "t", "nobody", "knew", "where",
+                  "gone", "outside", "again", "near", "everyone", "friend", "for", "made",
+                  "grandpa", "couldn", "stop", "thinking", "about", "wasn", "anymore", "afternoon",
+                  "morning", "by", "with", "isn"}
+        self.assertEqual((new - common) & trained, set())
+        for words in cs.NEW_WORDS[:-1]:       # every list but the fillers
+            self.assertFalse(set(words) & trained, words)
+
+    def test_no_word_of_the_vocabulary_is_or_holds_a_colour(self):
+        for name in story_words.__all__:
+            for phrase in getattr(story_words, name):
+                self.assertRegex(phrase, r"^[a-z]+( [a-z]+)*$", name)
+                for colour in cs.COLOURS + ["gray"]:
+                    self.assertNotIn(colour, phrase, name)
+        for words in cs.NEW_WORDS:
+            for phrase in words:
+                for colour in cs.COLOURS:
+                    self.assertNotIn(colour, phrase.replace("{", " "))
 
     def test_held_out_stories_are_neither_trained_on_nor_repeated(self):
         texts = [s.text for kind, test in self.tests.items() for s in test]
         self.assertEqual(len(set(texts)), len(texts))
         self.assertFalse(set(texts) & {s.text for s in self.train})
 
-    def test_training_stories_mix_the_hard_cases_in_about_half(self):
+    def test_training_stories_put_the_first_colour_anywhere_in_the_context(self):
+        """story_shape's shares: no lead-in in 30 of 100, 1 to 3 in 25, 4 to 8 in 20 and 9 to 18
+        in 25 (fewer once a story that does not fit is drawn again); a distractor in half, at every
+        place after the first sentence; and the first colour at every tenth of the context."""
+        count = len(self.train)
+        lead_ins = Counter(colour_sentences(s)[0] for s in self.train)
+        shares = [sum(lead_ins[n] for n in part) / count
+                  for part in (range(1), range(1, 4), range(4, 9), range(9, 19))]
+        for share, (low, high) in zip(shares, [(0.25, 0.4), (0.2, 0.35), (0.15, 0.3),
+                                               (0.1, 0.3)]):
+            self.assertTrue(low < share < high, shares)
         with_distractor = [s for s in self.train if s.distractor]
-        with_lead_in = [s for s in self.train if colour_sentences(s)[0] > 0]
-        for name, part in (("distractor", with_distractor), ("lead-in", with_lead_in)):
-            self.assertTrue(0.45 < len(part) / len(self.train) < 0.55, f"{name}: {len(part)}")
+        self.assertTrue(0.45 < len(with_distractor) / count < 0.55, len(with_distractor))
         gaps = Counter(colour_sentences(s)[1] - colour_sentences(s)[0] for s in with_distractor)
-        self.assertEqual(set(gaps), set(range(1, 7)), "a distractor at every place after the first")
-        fillers = Counter(len(sentences(s.text)) - 2 - (s.distractor is not None)
-                          - colour_sentences(s)[0] for s in self.train)
-        self.assertEqual(set(fillers), set(range(6)))
+        self.assertLessEqual(set(range(1, 11)), set(gaps), "a distractor at each of 10 places")
+        places = {tokens(cs.question(s)[:cs.question(s).index(f" {s.colour}")]) * 10
+                  // cs.MAX_TOKENS for s in self.train}
+        self.assertEqual(places, set(range(10)))
+        self.assertEqual(max(tokens(cs.question(s)) for s in self.train), cs.MAX_TOKENS)
 
-    def test_every_word_is_one_token_so_the_colour_is_one_prediction(self):
-        tokenizer = cs.make_tokenizer(self.train)
-        for s in self.train[:200] + self.tests["long"]:
-            words = s.text.replace(".", " .").replace(",", " ,").replace("!", " !").split()
-            self.assertEqual(tokenizer.tokens(s.text), [words[0]] + [" " + w if w.isalpha() else w
-                                                                     for w in words[1:]], s.text)
+    def test_every_word_of_the_stories_is_one_token_so_the_colour_is_one_prediction(self):
+        """Every word the generator writes, with its leading space or first in a story, and every
+        mark, is one token (the made-up words of some training fillers are left out: they are
+        made to be pieces)."""
+        tokenizer = cs.training_tokenizer()
+        for kind in ("plain", "lead-in", "long", "punctuation", "full context"):
+            for s in self.tests[kind]:
+                for chunk in chunks(s.text):
+                    self.assertEqual(len(tokenizer.encode(chunk)), 1, f"{chunk!r} in {s.text}")
 
     def test_each_cannot_set_asks_about_the_second_of_two_colours(self):
         """second object: both colours in the first sentence; distractor's object: the second
         colour in the second sentence. Either way the question's object is the second colour's,
         and no story is one of stories(SEED) or repeated."""
-        sets = cs.cannot_stories(SEED)
+        sets = cs.cannot_stories(cs.SEED, seeded_stories())
         seen = {s.text for s in self.train} | {s.text for t in self.tests.values() for s in t}
         texts = [s.text for test in sets.values() for s in test]
         self.assertEqual(len(set(texts)), len(texts))
@@ -156,7 +231,7 @@ class Bigrams(unittest.TestCase):
     def setUpClass(cls):
         train, cls.tests = seeded_stories()
         cls.train = train[:200]         # a smaller training set: the same bigrams' rules
-        cls.tokenizer = cs.make_tokenizer(cls.train)
+        cls.tokenizer = cs.training_tokenizer()
         cls.fitted = cs.bigrams(cls.tokenizer, cls.train)
 
     def test_the_question_bigram_answers_the_most_frequent_colour_after_is(self):
@@ -181,10 +256,16 @@ class Bigrams(unittest.TestCase):
 class Model(unittest.TestCase):
 
     def test_whole_model_gradient_matches_central_differences_in_every_parameter(self):
-        """Embeddings -> attention -> unembedding -> loss, on a prompt of 3 tokens."""
-        params = cs.init_params(vocab_size=4, seed=SEED, d_model=3, d_head=2, max_tokens=3)
-        prompt, answer = [3, 1, 0], 2
+        """Embeddings -> attention -> unembedding -> loss, on a prompt of 3 tokens (E drawn at
+        random: at zero, as init_params starts it, a path through E would be tried at one point
+        only). The sparse rows of E's gradient are its only rows that are not zeros."""
+        rng = random.Random(SEED)
+        params = cs.init_params(vocab_size=5, seed=SEED, d_model=3, d_head=2)
+        params["E"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["E"]]
+        prompt, answer = [3, 1, 3], 2
         _, grads = cs.loss_and_grads(params, prompt, answer)
+        self.assertEqual(sorted(grads["E"]), [1, 3])
+        grads["E"] = [grads["E"].get(t, [0.0] * 3) for t in range(5)]
 
         def loss():
             return -math.log(softmax_row(cs.forward(params, prompt)["logits"])[answer])
@@ -198,8 +279,8 @@ class Model(unittest.TestCase):
         the last row) gives the same numbers and every gradient to the last bit (as float.hex, so
         a −0.0 would show): on one token, on a last token seen before, on a token repeated."""
         rng = random.Random(SEED)
-        params = cs.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3, max_tokens=6)
-        params["P"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["P"]]
+        params = cs.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3)
+        params["E"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["E"]]
         for prompt, answer in (([0], 2), ([0, 1, 0], 3), ([3, 1, 4, 1, 0], 2)):
             with self.subTest(prompt=prompt):
                 fw = cs.forward(params, prompt)
@@ -216,12 +297,23 @@ class Model(unittest.TestCase):
                                                                   transpose(params["U"]))
                 expected, d_x = attention_backward(cs.layer(params), fw["x"], full, d_out)
                 expected["U"] = [[o * d for d in d_logits] for o in full["out"][-1]]
-                expected["E"] = [[0.0] * 4 for _ in params["E"]]
+                expected["E"] = {}
                 for t, d_row in zip(prompt, d_x):
-                    expected["E"][t] = [g + d for g, d in zip(expected["E"][t], d_row)]
-                expected["P"] = d_x + [[0.0] * 4 for _ in params["P"][len(prompt):]]
+                    expected["E"][t] = [g + d for g, d in zip(expected["E"].get(t, [0.0] * 4),
+                                                              d_row)]
                 _, grads = cs.loss_and_grads(params, prompt, answer)
                 self.assertEqual(bits(grads), bits(expected))
+
+    def test_the_position_is_fixed_and_grows_with_the_place(self):
+        """position(i) is the same for every seed and model, and each of its scales grows with
+        i, so that the earliest of two colours is told apart at any two places."""
+        rows = [cs.position(i) for i in range(cs.MAX_TOKENS)]
+        for column in range(2):
+            values = [row[column] for row in rows]
+            self.assertEqual(values, sorted(set(values)), column)
+        self.assertEqual({v for row in rows for v in row[2:]}, {0.0})
+        params = cs.init_params(vocab_size=3, seed=SEED)
+        self.assertEqual(cs.embed(params, [2, 0]), [cs.position(0), cs.position(1)])
 
     def test_adam_moves_a_weight_by_the_rate_of_its_step_against_its_gradient(self):
         """With a constant gradient, m̂ = g and ŝ = g², so each step moves a weight by the step's
@@ -235,11 +327,25 @@ class Model(unittest.TestCase):
         for w, expected in zip(params["W"][0], [1.0 - 0.15, 2.0 + 0.15, 3.0]):
             self.assertAlmostEqual(w, expected, delta=1e-8)
 
+    def test_a_row_no_prompt_reaches_keeps_what_it_was_running_means_and_all(self):
+        """E's gradient holds the prompt's rows alone, and Adam steps only the rows it is given:
+        a token no prompt holds keeps E's starting zeros however long the training."""
+        params = cs.init_params(vocab_size=6, seed=SEED, d_model=4, d_head=2)
+        adam = cs.Adam(params, steps=20)
+        for step in range(20):
+            _, grads = cs.loss_and_grads(params, [step % 3, 3, 4], step % 2)
+            self.assertEqual(sorted(grads["E"]), [step % 3, 3, 4])
+            adam.step(params, grads)
+        self.assertEqual(params["E"][5], [0.0] * 4)
+        self.assertEqual(adam.mean_grad["E"][5], [0.0] * 4)
+        for t in range(5):
+            self.assertTrue(any(params["E"][t]), t)
+
     def test_the_loss_falls_by_half_in_60_steps_of_a_task_only_attention_can_do(self):
         """Every prompt ends with the same tokens; the answer is its first token."""
         rng = random.Random(SEED)
         pairs = [([first, 4, 5, 6], first) for first in range(4)]
-        params = cs.init_params(vocab_size=7, seed=SEED, d_model=8, d_head=4, max_tokens=4)
+        params = cs.init_params(vocab_size=7, seed=SEED, d_model=8, d_head=4)
         before = sum(cs.loss_and_grads(params, *pair)[0] for pair in pairs)
         adam = cs.Adam(params, steps=60, learning_rate=0.1)
         for _ in range(60):
@@ -252,14 +358,14 @@ class Predict(MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        tokenizer = cs.make_tokenizer(seeded_stories()[0][:100])
+        tokenizer = cs.training_tokenizer()
         cls.model = {"tokenizer": tokenizer,
                      "params": cs.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2)}
 
     def test_predict_gives_a_token_and_the_questions_weight_on_every_token(self):
         text = "look! a dragon has a purple ball. the ball is"
         answer, weights = cs.predict(self.model, text)
-        self.assertIn(answer, self.model["tokenizer"].vocab)
+        self.assertIn(answer, [" " + colour for colour in cs.COLOURS])
         self.assertEqual([token for token, _ in weights], self.model["tokenizer"].tokens(text))
         self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
 
@@ -339,6 +445,30 @@ class RecordedRun(unittest.TestCase):
         first_colour = colours_in(unseen["question"])[0]
         self.assertEqual(unseen["answer"], " " + first_colour)
         self.assertEqual(unseen["first_colour_answers"], unseen["total"])
+
+    def test_a_piece_no_story_trained_scores_below_every_colour_at_its_place(self):
+        """Most rows of the recorded E are still the zeros they started as (pieces no training
+        story holds: Model's test shows Adam leaves such a row as it is), and such a token is read
+        as its place alone. At every fifth place j of every ninth question place T (and the last
+        of each), each colour's key scores above such a token's at j, in the recorded model."""
+        model = read_model(os.path.join(HERE, "training", "trained-model.json"))
+        tokenizer, params = model["tokenizer"], model["params"]
+        unseen = [t for t, row in enumerate(params["E"]) if not any(row)]
+        self.assertGreater(len(unseen), len(params["E"]) // 2)
+        is_id = tokenizer.encode(" is")[0]
+        colours = [tokenizer.encode(" " + c)[0] for c in cs.COLOURS]
+
+        def key(t, j):          # token t's key at place j
+            return matmul([[e + p for e, p in zip(params["E"][t], cs.position(j))]],
+                          params["Wk"])[0]
+
+        for T in sorted(set(range(2, cs.MAX_TOKENS, 9)) | {cs.MAX_TOKENS}):
+            q = matmul(cs.embed(params, [unseen[0]] * (T - 1) + [is_id])[-1:], params["Wq"])[0]
+            for j in sorted(set(range(0, T - 1, 5)) | {T - 2}):
+                empty = math.fsum(map(float.__mul__, q, key(unseen[0], j)))
+                for colour, t in zip(cs.COLOURS, colours):
+                    score = math.fsum(map(float.__mul__, q, key(t, j)))
+                    self.assertGreater(score, empty, f"T={T}, place {j}, {colour}")
 
     def test_the_committed_figure_is_what_svg_draws_of_the_recorded_run(self):
         with tempfile.TemporaryDirectory() as tmp:

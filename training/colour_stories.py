@@ -1,21 +1,31 @@
 """The colour stories: a task one attention layer learns and a bigram cannot, the two bigrams it is
 measured against, and the model around the lesson's layer that learns it.
 
-A story names a colour in its first sentence and asks for it back in its last:
+A story gives a thing its colour in one sentence and asks for it back in its last:
 
     today mia has a red ball. tom has a brown kite too. ben runs. the ball is red.
 
-The generator makes the hard cases too: half the training stories hold a distractor, a sentence
-with another colour about another object, anywhere after the first sentence; half open with 1 to 3
-colour-free sentences, so the first sentence stands at many places; every story has 0 to 5
-colour-free fillers. Each held-out set (HELD_OUT) tests one of these apart.
+The generator covers the task's whole range: 0 to 18 colour-free sentences before the first colour
+(story_shape), so it stands anywhere in the context of MAX_TOKENS tokens; a distractor, a sentence
+with another colour about another object, in half the stories, anywhere after it; fillers written
+from a broad vocabulary (story_words.py: some 2,200 words) in a few dozen sentence forms with the
+punctuation . , ! ? and '; the eleven basic colour terms, given in fourteen forms ("the colour of
+the kite was red", "mia painted the kite red", ...). Each held-out set (HELD_OUT) tests one case
+apart, "new words" in words no training story holds.
 
 The model, for a prompt of T tokens (a story up to "the ball is"):
 
-    x      = E[ids] + P[0…T−1]                                 (T, d_model), token + position
+    x      = E[ids] + position(0…T−1)                          (T, d_model), token + place
     out    = attention_forward(layer(params), x)["out"][T−1]   (d_model), the question's row
-    logits = out·U                                             (V,), a score for every token
+    logits = out·U                                             (C,), a score for each colour
     loss   = −log softmax(logits)[colour]
+
+position(i) is fixed, not learned: how far into the story place i is, evenly and on a log scale.
+A colour is told from a later distractor by place alone (the key says which word and where), and
+a fixed scale means the same at every place, trained or not. E starts at zero, so a token no story
+trains scores as an empty place would. U scores the colours alone: a question's answer is always
+one of them, and a step costs the story's rows, not the vocabulary's (E's gradient keeps the rows
+of the prompt's tokens only, and Adam steps those alone).
 
 There is no residual (out + x): the answer is only what the question's attention brings back.
 With one, x[T−1] (" is" and its position) spoke in every answer too; trained on seeds 101 to 110
@@ -25,25 +35,30 @@ Only the question's row of out is scored, so `forward` computes that row alone, 
 computes a last position: q from x[T−1], k and v from every row, attention_core, Wo. Each number
 is `==` to row T−1 of attention_forward(layer(params), x), and each gradient of loss_and_grads to
 attention_backward's (test_training checks both): the T−1 rows before it, which no loss reads,
-are never made, and a step takes less than half as long as with the whole layer. The figure's
-rows come from attention_forward itself. Adam updates every parameter, with a learning rate that
-falls linearly to 0; a row no story has reached yet keeps its weights, as Adam would leave them.
+are never made. The figure's rows come from attention_forward itself. Adam updates every weight
+a story reaches, with a learning rate that falls linearly to 0.
 
     model = train_model(seed)            the recorded run's training, one story per step
     predict(model, "mia has a red ball. the ball is")   -> (answer, [(token, weight), …])
 
 python3 train_attention.py trains and measures it from the command line (see there).
 
-The tokenizer is bpe.train on the training stories until no pair is left, so every word with its
-leading space is one token and the colour is one prediction; its alphabet is ALPHABET, so a story
-in new lower-case words can be encoded too (the words the stories never use keep their random
-embeddings).
+The tokenizer (training_tokenizer, the same for every seed) is bpe.train on stories and every
+word of story_words until no pair is left, so every word the stories use is one token and the
+colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case words is
+encoded too, in pieces. Of its 6,000 tokens most are pieces no story holds, and they keep E's
+starting zeros: read as their place alone, each scores below every colour at its place
+(test_training checks it on the recorded model), so an untrained piece cannot draw the weight a
+colour beside it would. One training filler in ten is a sentence around a made-up word, so that
+pieces are also trained as what a colour is not.
 
 What it leaves out: batches (one story per step), dropout, layer normalization, a second layer.
 """
 
+import functools
 import math
 import random
+import re
 import time
 from collections import Counter, defaultdict, namedtuple
 from math import fsum, sqrt
@@ -52,31 +67,67 @@ from attention import add, attention_forward, init_attention, matmul, softmax_ro
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
 from common import checks
+from training import story_words
 from core.masked import attention_core, attention_core_backward
 
 SEED = 1
 D_MODEL, D_HEAD = 12, 8
-MAX_TOKENS = 128               # positions P holds: the longest prompt the model takes
-STEPS = 2000                   # one story per step; at 1000, 2 of seeds 1…10 fell short
-LEARNING_RATE = 0.01           # Adam's, falling linearly to 0 at the last step
+MAX_TOKENS = 128               # the longest prompt the model takes: position() is defined on 0…127
+STEPS = 3000                   # one story per step; at 2500, 4 of seeds 1…10 fell short
+LEARNING_RATE = 0.005          # Adam's, falling linearly to 0 at the last step; 0.01 fell short
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
-INIT_SCALE = 0.5               # E and U from uniform(−0.5, 0.5)
+INIT_SCALE = 0.5               # U from uniform(−0.5, 0.5); E starts at zero
+RAMP, LOG_RAMP = 5.0, 4.0      # position()'s two scales: 0 at the first place, these at the last
 TRAIN_STORIES, TEST_STORIES = 1000, 60
 LOSS_EVERY = 100               # steps between two recorded mean losses
 RECORDED_SEEDS = 30            # train_attention.py --write trains seeds 1…30, TUNED_ON of them
 TUNED_ON = 10                  # seeds 1…10, on which STEPS was chosen; 11…30 trained only after
 CLAIM = 57                     # of TEST_STORIES: what every held-out set of seeds 1…10 reaches
 
-COLOURS = ["red", "blue", "green", "yellow", "pink", "brown", "black", "white"]
-NAMES = ["mia", "tom", "sam", "lily", "max", "zoe", "ben", "ana"]
-OBJECTS = ["ball", "hat", "kite", "cup", "car", "box", "sock", "bike"]
-OPENERS = ["", "", "one day, ", "today ", "look! "]
-ADJECTIVES = ["", "", "big ", "small ", "new "]
-FILLERS = ["{name} plays.", "the sun is hot.", "{name} runs.", "{name} sees a dog.", "it is late.",
-           "{name} has a {object} too.", "they sing.", "{name} is happy."]
+COLOURS = ["red", "blue", "green", "yellow", "pink", "purple", "orange", "brown", "black",
+           "white", "grey"]            # the eleven basic colour terms of English
+NAMES = story_words.NAMES             # the people of the stories
+OBJECTS = story_words.NOUNS           # the things a colour is given to, and the rest
+OPENERS = ["", "", "", "one day, ", "today ", "look, ", "so ", "oh, ", "then ", "later, "]
+SIZES = ["", "", "", "big ", "small ", "new ", "old ", "little "]   # before a coloured thing
+FILLERS = [   # colour-free sentences: {did} a verb in the past, {verb} in the present
+    "{name} {verb}.", "{name} {verb} in the {place}.", "the {noun} is {adjective}.",
+    "it is {adjective} {time}.", "{name} sees a {noun}.", "{name} has a {noun} too.",
+    "they go to the {place}.", "{name} is {adjective}!", "{name}'s {noun} {verb}.",
+    "where is the {noun}?", "oh no, the {noun} {verb}!", "it's {adjective}, isn't it?",
+    "{name} and {name} play.", "we see the {noun}, don't we?", "the {noun} {verb}.",
+    "{time}, {name} {did} {adverb}.", "the {adjective} {noun} {did} near the {place}.",
+    "{name} {did} the {noun} {time}.", "{name} saw some {nouns} at the {place}.",
+    "{name} ate {food} {time}.", "the {place} was {adjective} and {adjective}.",
+    "{name} didn't want any {food}.", "what a {adjective} day!", "{name} {did}, then {did}.",
+    "{name} gave the {noun} some {food}.", "{name} couldn't find the {noun}.",
+    "everyone at the {place} {did}.", "there were {nouns} everywhere!",
+    "is the {noun} {adjective}, or not?", "{name} said hello to the {noun}.",
+    "the {noun} {did} {adverb}.", "{name} wanted to visit the {place}.",
+    "a {adjective} {noun} lived in the {place}.", "{name} {did} {adverb}, didn't {name}?",
+    "{name} and the {noun} {did} to the {place}.", "{time}, the {nouns} {did}.",
+    "so {name} {did}, and {name} {did} too!", "the {nouns} at the {place} were {adjective}.",
+    "{name} had {food} with the {noun}.", "{name} {verb} {adverb} every day."]
+COLOUR_FORMS = [   # sentences that give a thing its colour
+    "{opener}{name} has a {size}{colour} {thing}{too}.",
+    "{opener}{name} has a {size}{colour} {thing}{too}.",
+    "{opener}the {size}{thing} of {name} is {colour}.",
+    "{opener}{name}'s {size}{thing} is {colour}.",
+    "{opener}{name} got a {size}{colour} {thing}{too}!",
+    "{opener}the {thing} was {colour}.",
+    "{opener}{name} painted the {thing} {colour}.",
+    "{opener}{name} found a {size}{colour} {thing} in the {place}.",
+    "{opener}in the {place} there was a {colour} {thing}.",
+    "{opener}{name}'s {thing} is {colour}, isn't it?",
+    "{opener}{name} bought a {colour} {thing} at the {place}.",
+    "{opener}the colour of the {thing} was {colour}.",
+    "{opener}look, a {colour} {thing}!",
+    "{opener}{name} liked the {colour} {thing} best."]
 SHIFTING_SENTENCE = "the sun is hot."    # put before each plain story in the shifted set
-ALPHABET = " !,.abcdefghijklmnopqrstuvwxyz"
-HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted", "long")
+ALPHABET = " !',.?abcdefghijklmnopqrstuvwxyz"
+HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted", "long",
+            "long lead-in", "late colour", "lead-in and distractor", "punctuation", "new words",
+            "full context")
 CANNOT = ("second object", "distractor's object")    # the question asks about the second colour
 
 Story = namedtuple("Story", "text colour thing distractor")
@@ -86,52 +137,127 @@ without one)."""
 
 # ---- the stories ------------------------------------------------------------------------------
 
-def filler(rng):
-    """A colour-free sentence: a filler, or a lead-in before the first sentence."""
-    return rng.choice(FILLERS).format(name=rng.choice(NAMES), object=rng.choice(OBJECTS))
+Words = namedtuple("Words", "names nouns nouns_plural places adjectives verbs dids adverbs times "
+                            "foods fillers")
+TRAINING_WORDS = Words(story_words.NAMES, story_words.NOUNS, story_words.PLURALS,
+                       story_words.PLACES, story_words.ADJECTIVES, story_words.VERBS_PRESENT,
+                       story_words.VERBS_PAST, story_words.ADVERBS, story_words.TIMES,
+                       story_words.FOODS, FILLERS)
+PUNCTUATION_WORDS = TRAINING_WORDS._replace(fillers=[f for f in FILLERS if any(
+    mark in f for mark in "!?',")])     # the held-out set "punctuation": these fillers alone
+# words and sentences no training story holds (test_training checks it): "new words" uses them
+NEW_WORDS = Words(
+    ["oliver", "grace", "jack", "nora", "felix", "iris", "oscar", "mateo", "wren", "beatrix",
+     "thaddeus", "octavia", "ignatius", "cornelius", "persephone", "florian"],
+    ["spyglass", "thimble", "abacus", "quill", "ocarina", "zither", "kaleidoscope",
+     "pinwheel", "satchel", "gramophone", "ladle", "trowel", "colander", "bellows", "sextant",
+     "mandolin"],
+    ["spyglasses", "thimbles", "abacuses", "quills", "ocarinas", "zithers",
+     "kaleidoscopes", "pinwheels", "satchels", "gramophones", "ladles", "trowels", "colanders",
+     "bellows", "sextants", "mandolins"],
+    ["observatory", "apothecary", "boathouse", "planetarium"],
+    ["peculiar", "dismal", "resplendent", "quizzical", "lugubrious", "effervescent", "gleaming",
+     "rickety"],
+    ["moseys", "dawdles", "galumphs", "pirouettes", "harrumphs", "sashays"],
+    ["moseyed", "dawdled", "galumphed", "pirouetted", "harrumphed", "sashayed"],
+    ["ponderously", "jauntily", "fitfully", "serenely"],
+    ["at twilight", "by lamplight", "in midsummer", "at daybreak"],
+    ["marzipan", "crumpets", "kedgeree", "gazpacho", "stollen", "baklava"],
+    ["the {noun} {did} all morning.", "nobody knew where the {noun} had gone.",
+     "outside, the {noun} {verb} {adverb}.", "{name} {did}, then {did} again!",
+     "why does the {noun} look so {adjective}?", "the {place} wasn't {adjective} anymore.",
+     "everyone at the {place} {did}.", "later, {name} {did} near the {noun}.",
+     "what a {adjective} afternoon it was!", "{name} couldn't stop thinking about {food}.",
+     "the {noun}'s friend {did} at the {place} {time}.", "grandpa made {food} for the {nouns}."])
+MADE_UP_SHARE = 0.1             # of the training fillers: a sentence around a made-up word
+MADE_UP_FILLERS = ["{name} says{word}.", "the{word} {verb}.", "{name} sees a{word}!",
+                   "is it{word}?"]
 
 
-def colour_sentence(rng, name, colour, thing, opener="", too=""):
-    """A sentence that gives a thing a colour, in one of two word orders.
+def articled(text):
+    """text with "a" made "an" before a vowel.
 
-    >>> colour_sentence(random.Random(2), "mia", "red", "ball")
+    >>> articled("mia has a orange ball and a hat.")
+    'mia has an orange ball and a hat.'
+    """
+    return re.sub(r"\ba (?=[aeiou])", "an ", text)
+
+
+def filler(rng, words=TRAINING_WORDS, made_up=None):
+    """A colour-free sentence of words: a filler, or a lead-in before the first sentence. With
+    made_up, a list of made-up words, one filler in ten is a sentence around one of them."""
+    template = rng.choice(words.fillers)
+    if made_up is not None and rng.random() < MADE_UP_SHARE:
+        template = rng.choice(MADE_UP_FILLERS).replace("{word}", rng.choice(made_up))
+    for slot in ("name", "did"):            # two of a kind in a sentence are drawn apart
+        while "{" + slot + "}" in template:
+            template = template.replace("{" + slot + "}", rng.choice(getattr(words, slot + "s")),
+                                        1)
+    return articled(template.format(
+        noun=rng.choice(words.nouns), nouns=rng.choice(words.nouns_plural),
+        place=rng.choice(words.places), adjective=rng.choice(words.adjectives),
+        verb=rng.choice(words.verbs), adverb=rng.choice(words.adverbs),
+        time=rng.choice(words.times), food=rng.choice(words.foods)))
+
+
+def colour_sentence(rng, name, colour, thing, opener="", too="", words=TRAINING_WORDS):
+    """A sentence that gives a thing a colour, in one of the word orders of COLOUR_FORMS.
+
+    >>> colour_sentence(random.Random(28), "mia", "red", "ball")
     'mia has a red ball.'
     """
-    adjective = rng.choice(ADJECTIVES)
-    if rng.random() < 0.75:
-        return f"{opener}{name} has a {adjective}{colour} {thing}{too}."
-    return f"{opener}the {adjective}{thing} of {name} is {colour}."
+    return articled(rng.choice(COLOUR_FORMS).format(
+        opener=opener, name=name, size=rng.choice(SIZES), colour=colour, thing=thing, too=too,
+        place=rng.choice(words.places), did=rng.choice(words.dids)))
 
 
-def story(rng, lead_ins=0, fillers=0, distractor_at=None):
+def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, made_up=None):
     """A Story: lead_ins colour-free sentences, the first sentence with the colour, fillers
     colour-free sentences with a distractor inserted at index distractor_at among them when given
-    (0: right after the first sentence), and the question with its answer.
+    (0: right after the first sentence), and the question with its answer; words gives the names,
+    things and the rest, made_up the made-up words of the training stories.
 
-    >>> story(random.Random(28), fillers=1, distractor_at=0).text
-    'tom has a green kite. sam has a blue car too. they sing. the kite is green.'
+    >>> story(random.Random(1234), fillers=1, distractor_at=0).text
+    'look, a blue leaf! sasha has a grey caravan too. they go to the street. the leaf is blue.'
     """
-    name, colour, thing = rng.choice(NAMES), rng.choice(COLOURS), rng.choice(OBJECTS)
-    before = [filler(rng) for _ in range(lead_ins)]
-    first = colour_sentence(rng, name, colour, thing, opener=rng.choice(OPENERS))
-    after = [filler(rng) for _ in range(fillers)]
+    name, colour, thing = rng.choice(words.names), rng.choice(COLOURS), rng.choice(words.nouns)
+    before = [filler(rng, words, made_up) for _ in range(lead_ins)]
+    first = colour_sentence(rng, name, colour, thing, rng.choice(OPENERS), words=words)
+    after = [filler(rng, words, made_up) for _ in range(fillers)]
     distractor = None
     if distractor_at is not None:
         distractor = rng.choice([c for c in COLOURS if c != colour])
-        other_thing = rng.choice([o for o in OBJECTS if o != thing])
-        after.insert(distractor_at,
-                     colour_sentence(rng, rng.choice(NAMES), distractor, other_thing, too=" too"))
+        other_thing = rng.choice([o for o in words.nouns if o != thing])
+        after.insert(distractor_at, colour_sentence(rng, rng.choice(words.names), distractor,
+                                                    other_thing, too=" too", words=words))
     text = " ".join(before + [first] + after + [f"the {thing} is {colour}."])
     return Story(text, colour, thing, distractor)
 
 
-def training_story(rng):
-    """A lead-in of 1 to 3 sentences in half the stories, 0 to 5 fillers, and a distractor in half,
+def story_shape(rng):
+    """(lead_ins, fillers, distractor_at) of a training story: no lead-in in 30 stories of 100, 1
+    to 3 in 25, 4 to 8 in 20 and 9 to 18 in 25, so the first colour stands anywhere in the
+    context; 0 to 5 fillers after it (6 to 12 in one story of ten); and a distractor in half,
     anywhere after the first sentence."""
-    lead_ins = rng.randint(1, 3) if rng.random() < 0.5 else 0
-    fillers = rng.randint(0, 5)
+    roll = rng.random()
+    lead_ins = (0 if roll < 0.3 else rng.randint(1, 3) if roll < 0.55
+                else rng.randint(4, 8) if roll < 0.75 else rng.randint(9, 18))
+    fillers = rng.randint(0, 5) if rng.random() < 0.9 else rng.randint(6, 12)
     distractor_at = rng.randint(0, fillers) if rng.random() < 0.5 else None
-    return story(rng, lead_ins, fillers, distractor_at)
+    return lead_ins, fillers, distractor_at
+
+
+def fits(s):
+    """Whether a story's question is at most MAX_TOKENS tokens of the training tokenizer."""
+    return len(training_tokenizer().encode(question(s))) <= MAX_TOKENS
+
+
+def training_story(rng, made_up):
+    """A story of story_shape that fits, with made_up's words in one filler of ten."""
+    while True:
+        s = story(rng, *story_shape(rng), made_up=made_up)
+        if fits(s):
+            return s
 
 
 def held_out_story(rng, kind):
@@ -143,7 +269,51 @@ def held_out_story(rng, kind):
         return story(rng, 0, fillers, distractor_at=fillers)
     if kind == "lead-in":
         return story(rng, rng.randint(1, 3), fillers)
+    if kind == "long lead-in":
+        return story(rng, rng.randint(4, 8), fillers)
+    if kind == "late colour":
+        return story(rng, rng.randint(9, 14), rng.randint(0, 1))
+    if kind == "lead-in and distractor":
+        return story(rng, rng.randint(1, 8), fillers, distractor_at=rng.randint(0, fillers))
+    if kind == "punctuation":
+        return story(rng, rng.randint(0, 4), fillers, rng.choice([None, 0]),
+                     words=PUNCTUATION_WORDS)
+    if kind == "new words":
+        fillers = rng.randint(0, 4)
+        return story(rng, rng.randint(0, 4), fillers, rng.choice([None, rng.randint(0, fillers)]),
+                     words=NEW_WORDS)
+    if kind == "full context":
+        return full_story(rng)
     return story(rng, 0, fillers)
+
+
+def full_story(rng):
+    """A story of 96 to MAX_TOKENS tokens: the first sentence anywhere, a distractor after it."""
+    while True:
+        fillers = rng.randint(1, 14)
+        s = story(rng, rng.randint(0, 14), fillers, distractor_at=rng.randint(0, fillers))
+        if MAX_TOKENS * 3 // 4 <= len(training_tokenizer().encode(question(s))) <= MAX_TOKENS:
+            return s
+
+
+@functools.lru_cache(maxsize=None)
+def made_up_words():
+    """For every token of the training tokenizer but the colours, a made-up word (with its leading
+    space) whose tokens hold it and no colour: the token itself as a word, or a letter before
+    it."""
+    tokenizer = training_tokenizer()
+    colours = {tokenizer.encode(" " + c)[0] for c in COLOURS}
+    found = []
+    for t, piece in enumerate(tokenizer.vocab):
+        if t in colours or not piece.strip(" ").isalpha():
+            continue
+        for word in [" " + piece.lstrip(" ")] + [" " + letter + piece.lstrip(" ")
+                                                 for letter in ALPHABET[6:]]:
+            ids = tokenizer.encode(word)
+            if t in ids and not colours & set(ids):
+                found.append(word)
+                break
+    return tuple(found)
 
 
 def stories(seed):
@@ -151,7 +321,7 @@ def stories(seed):
     TEST_STORIES stories, none of them in the training set or in another set. The shifted set is
     the plain set with SHIFTING_SENTENCE before each story."""
     rng = random.Random(seed)
-    train = [training_story(rng) for _ in range(TRAIN_STORIES)]
+    train = [training_story(rng, made_up_words()) for _ in range(TRAIN_STORIES)]
     seen = {s.text for s in train}
     tests = {}
     for kind in HELD_OUT:
@@ -164,11 +334,12 @@ def stories(seed):
 
 
 def distinct(draw, seen):
-    """TEST_STORIES stories of draw(), in the order drawn, none of them in seen; seen gains each."""
+    """TEST_STORIES stories of draw() that fit, in the order drawn, none of them in seen; seen
+    gains each."""
     found = []
     while len(found) < TEST_STORIES:
         s = draw()
-        if s.text not in seen:
+        if s.text not in seen and fits(s):
             seen.add(s.text)
             found.append(s)
     return found
@@ -180,13 +351,13 @@ def second_colour_story(rng, kind):
     a distractor's place ("distractor's object"); 0 to 3 fillers after. The Story's colour is the
     second colour, its distractor the first.
 
-    >>> second_colour_story(random.Random(3), "second object").text
-    'lily has a green bike and a white box. the box is white.'
+    >>> second_colour_story(random.Random(32), "second object").text
+    'marco has a green sledge and a pink bike. the bike is pink.'
     """
     name, other_name = rng.sample(NAMES, 2)
     (first, second), (thing, other_thing) = rng.sample(COLOURS, 2), rng.sample(OBJECTS, 2)
     if kind == "second object":
-        told = [f"{name} has a {first} {thing} and a {second} {other_thing}."]
+        told = [articled(f"{name} has a {first} {thing} and a {second} {other_thing}.")]
     else:
         told = [colour_sentence(rng, name, first, thing),
                 colour_sentence(rng, other_name, second, other_thing, too=" too")]
@@ -194,10 +365,11 @@ def second_colour_story(rng, kind):
     return Story(" ".join(told + [f"the {other_thing} is {second}."]), second, other_thing, first)
 
 
-def cannot_stories(seed):
+def cannot_stories(seed, drawn=None):
     """For each kind of CANNOT, TEST_STORIES stories of second_colour_story, none of them among
-    stories(seed) or repeated. Their own generator, so that stories(seed) is what it was."""
-    train, tests = stories(seed)
+    stories(seed) (drawn, when the caller has it already) or repeated. Their own generator, so
+    that stories(seed) is what it was."""
+    train, tests = drawn or stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
     rng = random.Random(f"cannot {seed}")
     return {kind: distinct(lambda: second_colour_story(rng, kind), seen) for kind in CANNOT}
@@ -216,7 +388,7 @@ def unseen_question(s):
     """The story's question about an object it never mentions: the first of OBJECTS not in it.
 
     >>> unseen_question(Story("mia has a red ball. the ball is red.", "red", "ball", None))
-    'mia has a red ball. the hat is'
+    'mia has a red ball. the cat is'
     """
     words = set(s.text.replace(".", " ").split())
     other_thing = next(o for o in OBJECTS if o not in words)
@@ -224,9 +396,22 @@ def unseen_question(s):
 
 
 def make_tokenizer(train):
-    """bpe.train on the training stories until no pair is left, over ALPHABET."""
-    learned = train_tokenizer("\n".join(s.text for s in train), 10_000)
+    """bpe.train over ALPHABET on the stories and every word of story_words (with its leading
+    space and without, as a story's first word stands), until no pair is left: every word the
+    stories are written in is one token, so a colour is one prediction, and a word they never use
+    splits into pieces of them."""
+    vocabulary = [word for name in story_words.__all__ for phrase in getattr(story_words, name)
+                  for word in phrase.split()]
+    text = "\n".join(vocabulary + [" ".join(vocabulary)] + [s.text for s in train])
+    learned = train_tokenizer(text, 100_000)     # more than it reaches: until no pair is left
     return Tokenizer(ALPHABET, learned.merges)
+
+
+@functools.lru_cache(maxsize=None)
+def training_tokenizer():
+    """The tokenizer of every seed: make_tokenizer on TRAIN_STORIES stories of its own draw."""
+    rng = random.Random("tokenizer")
+    return make_tokenizer([story(rng, *story_shape(rng)) for _ in range(TRAIN_STORIES)])
 
 
 # ---- the two bigrams ----------------------------------------------------------------------------
@@ -261,27 +446,42 @@ def bigram_score(next_token, tokenizer, tests):
 
 # ---- the model ----------------------------------------------------------------------------------
 
-def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD, max_tokens=MAX_TOKENS):
-    """E (V, d_model) and U (d_model, V) from uniform(−INIT_SCALE, INIT_SCALE), P (max_tokens,
-    d_model) at zero, and the layer's Wq, Wk, Wv, Wo from init_attention.
+def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD):
+    """E (V, d_model) at zero, U (d_model, len(COLOURS)) from uniform(−INIT_SCALE, INIT_SCALE),
+    and the layer's Wq, Wk, Wv, Wo from init_attention.
 
-    P starts at zero, so at first every position looks alike: the layer must find the colour by
-    what it is, and training adds the order it needs to tell the first colour from a later one."""
+    E starts at zero, so a token no training story holds keeps a row of zeros: its x is its
+    position alone, and it scores as an empty place would, never above a colour at its place (a
+    random row would score at random, and a trained query makes that score large)."""
     checks.check_seed(seed)
     rng = random.Random(seed)
-
-    def draw(rows, cols):
-        return [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(cols)] for _ in range(rows)]
-
-    params = {"E": draw(vocab_size, d_model), "P": [[0.0] * d_model for _ in range(max_tokens)],
-              "U": draw(d_model, vocab_size)}
+    params = {"E": [[0.0] * d_model for _ in range(vocab_size)],
+              "U": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in COLOURS]
+                    for _ in range(d_model)]}
     params.update(init_attention(d_model, d_head, seed))
     return params
 
 
+def position(i, d_model=D_MODEL):
+    """The position vector of place i, fixed, not learned: how far into the story a token stands,
+    on two scales, in the first two coordinates (zeros in the rest): evenly, RAMP · i / (T − 1),
+    and finely near the start, LOG_RAMP · log(1 + i/8) / log(1 + (T − 1)/8), with T = MAX_TOKENS,
+    where a distractor follows close on the first colour. Both grow with i at every place, the
+    same for every seed, so the query can prefer the earliest colour at places no training story
+    reached (a learned row for each place knew only the places the stories reached).
+
+    >>> position(127)[:3], position(0)[:3]
+    ([5.0, 4.0, 0.0], [0.0, 0.0, 0.0])
+    """
+    last = MAX_TOKENS - 1
+    return [RAMP * i / last, LOG_RAMP * math.log(1 + i / 8) / math.log(1 + last / 8)] + [
+        0.0] * (d_model - 2)
+
+
 def embed(params, ids):
-    """x (T, d_model): row i is E[ids[i]] + P[i], the token's embedding plus its position's."""
-    return [[e + p for e, p in zip(params["E"][t], params["P"][i])] for i, t in enumerate(ids)]
+    """x (T, d_model): row i is E[ids[i]] + position(i), the token's embedding plus its place's."""
+    return [[e + p for e, p in zip(params["E"][t], position(i, len(params["E"][t])))]
+            for i, t in enumerate(ids)]
 
 
 def layer(params):
@@ -293,7 +493,7 @@ def layer(params):
 def forward(params, ids):
     """Every intermediate of the model on a prompt: x (T, d_model); row, what attention_core
     returns for the question's row (q (1, d_head), k and v (T, d_head), scores and weights (1, T),
-    mixed (1, d_head)); out (1, d_model); and the logits (V,) of the token after the last one.
+    mixed (1, d_head)); out (1, d_model); and the logits (C,), a score for each colour.
 
     Only the last row of out is scored, so only that row is computed, as attention_step computes
     it: each number is `==` to row T−1 of attention_forward(layer(params), x)."""
@@ -310,7 +510,7 @@ def loss_and_grads(params, prompt, answer):
     attention_backward gives with dLoss/d(out) zero except in the question's row, bit for bit
     (test_training checks it), without computing the rows of zeros."""
     fw = forward(params, prompt)
-    checks.check_index("answer", answer, len(fw["logits"]), "a token id")   # −1: the last token
+    checks.check_index("answer", answer, len(fw["logits"]), "an index of COLOURS")   # not −1
     x, row, out = fw["x"], fw["row"], fw["out"]
     probs = softmax_row(fw["logits"])
     d_logits = list(probs)                               # d loss / d logits = softmax − one-hot
@@ -331,12 +531,11 @@ def loss_and_grads(params, prompt, answer):
     no_query = [[0.0] * len(x[0]) for _ in x[:-1]]          # rows 0…T−2: no path through q
     d_x = add(no_query + matmul(d_q, transpose(params["Wq"])),    # the list + stacks rows
               matmul(d_k, transpose(params["Wk"])), matmul(d_v, transpose(params["Wv"])))
-    # forward: x_i = E[prompt[i]] + P[i]
-    grads["E"] = [[0.0] * len(w) for w in params["E"]]
-    grads["P"] = [[0.0] * len(w) for w in params["P"]]
-    for i, (t, d_row) in enumerate(zip(prompt, d_x)):
-        grads["E"][t] = [g + d for g, d in zip(grads["E"][t], d_row)]
-        grads["P"][i] = d_row
+    # forward: x_i = E[prompt[i]] + position(i), the position fixed; E's gradient is kept as
+    # {token id: its row}, the rows of the prompt's tokens: every other row's is zeros
+    grads["E"] = {}
+    for t, d_row in zip(prompt, d_x):
+        grads["E"][t] = [g + d for g, d in zip(grads["E"].get(t, [0.0] * len(d_row)), d_row)]
     return -math.log(probs[answer]), grads
 
 
@@ -352,21 +551,25 @@ class Adam:
     def step(self, params, grads):
         """Update params in place with grads: for each weight w, w −= lr · m̂ / (√ŝ + eps),
         where m̂ = mean / (1 − b1ᵗ) and ŝ = mean_sq / (1 − b2ᵗ) are its running means
-        undone of their start at zero."""
+        undone of their start at zero. grads[name] is a matrix, or {row: its gradient} for the
+        rows a story reaches (E's). A row with no gradient or one of zeros is left as it is,
+        running means and all: Adam made lazy, as for embeddings (PyTorch's SparseAdam), so a
+        step costs the story's rows, not the vocabulary's."""
         self.t += 1
         lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
         b1, b2 = BETAS
         c1, c2 = 1 - b1 ** self.t, 1 - b2 ** self.t
         for name, grad in grads.items():
-            for w_row, g_row, mean_row, mean_sq_row in zip(params[name], grad,
-                                                           self.mean_grad[name],
-                                                           self.mean_sq_grad[name]):
-                if not (any(g_row) or any(mean_row) or any(mean_sq_row)):
-                    continue     # no gradient yet (a token or place no story reached): a step of 0
-                for j, g in enumerate(g_row):
-                    mean = mean_row[j] = b1 * mean_row[j] + (1 - b1) * g
-                    mean_sq = mean_sq_row[j] = b2 * mean_sq_row[j] + (1 - b2) * g * g
-                    w_row[j] -= lr * (mean / c1) / (sqrt(mean_sq / c2) + ADAM_EPS)
+            rows = grad.items() if isinstance(grad, dict) else enumerate(grad)   # {row: gradient}
+            for i, g_row in rows:
+                if not any(g_row):
+                    continue
+                w_row, mean_row = params[name][i], self.mean_grad[name][i]
+                mean_sq_row = self.mean_sq_grad[name][i]
+                mean_row[:] = [b1 * m + (1 - b1) * g for m, g in zip(mean_row, g_row)]
+                mean_sq_row[:] = [b2 * s + (1 - b2) * g * g for s, g in zip(mean_sq_row, g_row)]
+                w_row[:] = [w - lr * (m / c1) / (sqrt(s / c2) + ADAM_EPS)
+                            for w, m, s in zip(w_row, mean_row, mean_sq_row)]
 
 
 # ---- training and answering ---------------------------------------------------------------------
@@ -380,14 +583,15 @@ def train_model(seed=SEED, steps=STEPS, progress=None):
     checks.check_sizes(steps=steps)
     checks.check_callable("progress", progress, optional=True)
     train, _ = stories(seed)
-    tokenizer = make_tokenizer(train)
-    pairs = [(tokenizer.encode(question(s)), tokenizer.encode(" " + s.colour)[0]) for s in train]
+    tokenizer = training_tokenizer()
+    pairs = [(tokenizer.encode(question(s)), COLOURS.index(s.colour)) for s in train]
     params = init_params(len(tokenizer.vocab), seed)
     adam = Adam(params, steps)
     order = random.Random(seed + 1)
     losses, recent = [], []
     for step in range(1, steps + 1):
-        loss, grads = loss_and_grads(params, *order.choice(pairs))
+        with checks.inside():   # the model's own products, of weights Adam keeps finite
+            loss, grads = loss_and_grads(params, *order.choice(pairs))
         adam.step(params, grads)
         recent.append(loss)
         if step % LOSS_EVERY == 0 or step == steps:
@@ -405,7 +609,7 @@ def check_story(text):
         raise TypeError(f"a story must be a str, got {type(text).__name__}")
     outside = sorted(set(text) - set(ALPHABET))
     if outside:
-        raise ValueError(f"a story may hold lower-case letters, spaces and {ALPHABET[1:4]!r}, got "
+        raise ValueError(f"a story may hold lower-case letters, spaces and {ALPHABET[1:6]!r}, got "
                          f"{outside[0]!r} at position {text.index(outside[0])}")
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
@@ -422,6 +626,17 @@ def encode_question(tokenizer, text):
     return ids
 
 
+def answer_of(logits):
+    """The answer the logits (one per colour) give: the colour of the largest, with its leading
+    space as the token (" red"); the first of COLOURS on a tie.
+
+    >>> answer_of([0.5, 2.0] + [0.0] * 9)
+    ' blue'
+    """
+    best = max(range(len(logits)), key=lambda c: (logits[c], -c))
+    return " " + COLOURS[best]
+
+
 def predict(model, text):
     """(answer, weights): the model's next token after text, a story up to its question (" red"),
     and the question's weights on every token of the story, as (token, weight) pairs. Raises
@@ -433,8 +648,7 @@ def predict(model, text):
     ids = encode_question(tokenizer, text)
     fw = forward(model["params"], ids)
     logits = fw["logits"]
-    best = max(range(len(logits)), key=lambda t: (logits[t], -t))
-    return tokenizer.vocab[best], [(tokenizer.vocab[t], w)
+    return answer_of(logits), [(tokenizer.vocab[t], w)
                                    for t, w in zip(ids, fw["row"]["weights"][0])]
 
 
@@ -484,7 +698,8 @@ def measure(model, seed=SEED, steps=STEPS):
         unseen.append((text, predict(model, text)[0], s.colour))
     shortest = min(unseen, key=lambda one: len(one[0]))
     cannot = {}     # the question about the second colour: what is answered, and whether the
-    for kind, test in cannot_stories(seed).items():     # object asked about changes it at all
+    # object asked about changes it at all
+    for kind, test in cannot_stories(seed, (train, tests)).items():
         cannot[kind] = evaluate(model, test)
         answers = [predict(model, question(s))[0] for s in test]
         cannot[kind]["first_colour_answers"] = sum(a == " " + s.distractor

@@ -3,7 +3,7 @@ activations, on the model colour_stories trains.
 
 The model answers from the question's row alone (colour_stories.forward):
 
-    x = E[ids] + P[0…T−1]        q, k, v = x·Wq, x·Wk, x·Wv      each (T, d_head)
+    x = E[ids] + position(0…T−1)  q, k, v = x·Wq, x·Wk, x·Wv     each (T, d_head)
     weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
     mixed = weights·v   out = mixed·Wo   logits = out·U
 
@@ -39,7 +39,7 @@ from core.masked import attention_core
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.colour_stories import COLOURS, embed, encode_question, question
+from training.colour_stories import COLOURS, answer_of, embed, encode_question, question
 
 PATCHED = ("q", "k", "v")
 RESTORES = 0.9          # the claim: the colour's value restores at least this share
@@ -58,7 +58,8 @@ def projections(params, ids):
 
 
 def logits_of(params, mixed):
-    """The logits (V,) of the question's mixed row (1, d_head): out = mixed·Wo, logits = out·U."""
+    """The logits (one per colour) of the question's mixed row (1, d_head): out = mixed·Wo,
+    logits = out·U."""
     return matmul(matmul(mixed, params["Wo"]), params["U"])[0]
 
 
@@ -68,11 +69,6 @@ def question_row(params, vectors, allowed=None):
     q, k, v = vectors["q"], vectors["k"], vectors["v"]
     row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
     return row, logits_of(params, row["mixed"])
-
-
-def _best(logits):
-    """The largest logit's id (the smallest id on a tie), as predict chooses."""
-    return max(range(len(logits)), key=lambda t: (logits[t], -t))
 
 
 def _positions(positions, T, flag):
@@ -94,15 +90,16 @@ def _check_model(model):
 
 def _answered(model, ids, row, logits):
     tokenizer = model["tokenizer"]
-    return {"answer": tokenizer.vocab[_best(logits)], "tokens": [tokenizer.vocab[t] for t in ids],
+    return {"answer": answer_of(logits), "tokens": [tokenizer.vocab[t] for t in ids],
             "weights": row["weights"][0], "logits": logits}
 
 
 def intervene(model, text, block=(), ablate=None):
     """(before, after): the question's run on text as it is and with the intervention, each
-    {"answer", "tokens", "weights" (T,), "logits" (V,)}. block: positions from 1 whose connection
-    from the question is removed (their scores −∞, the rest renormalised); ablate: a position from
-    1 whose value becomes zeros (the weights unchanged, nothing renormalised). Raises as
+    {"answer", "tokens", "weights" (T,), "logits" (one per colour)}. block: positions from 1
+    whose connection from the question is removed (their scores −∞, the rest renormalised);
+    ablate: a position from 1 whose value becomes zeros (the weights unchanged, nothing
+    renormalised). Raises as
     encode_question, TypeError for a model train_model did not make, and ValueError for a
     position outside 1…T or a block of every source."""
     _check_model(model)
@@ -140,9 +137,10 @@ def patch(model, clean, corrupted):
     corrupted_vectors = projections(params, corrupted_ids)
     clean_row, clean_logits = question_row(params, clean_vectors)
     _, corrupted_logits = question_row(params, corrupted_vectors)
-    a, b = _best(clean_logits), _best(corrupted_logits)
+    clean_answer, corrupted_answer = answer_of(clean_logits), answer_of(corrupted_logits)
+    a, b = (COLOURS.index(answer.strip()) for answer in (clean_answer, corrupted_answer))
     if a == b:
-        raise OneAnswer(f"both stories are answered {tokenizer.vocab[a]!r}: patching measures "
+        raise OneAnswer(f"both stories are answered {clean_answer!r}: patching measures "
                          f"how much of the difference between two answers a vector restores")
 
     def difference(logits):
@@ -166,7 +164,7 @@ def patch(model, clean, corrupted):
                              for n, row in enumerate(corrupted_vectors[name])]
             found[name] = share(question_row(params, vectors)[1])
         positions.append(found)
-    return {"clean_answer": tokenizer.vocab[a], "corrupted_answer": tokenizer.vocab[b],
+    return {"clean_answer": clean_answer, "corrupted_answer": corrupted_answer,
             "logit_difference": {"clean": difference(clean_logits),
                                  "corrupted": difference(corrupted_logits)},
             "positions": positions, "mixed": share(logits_of(params, clean_row["mixed"]))}

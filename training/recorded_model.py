@@ -22,7 +22,9 @@ from bpe import Tokenizer
 from common.checks import check_matrix, int_of
 from common.safe_io import read_text
 
-PARAMS = ("E", "P", "U", "Wq", "Wk", "Wv", "Wo")
+from training.colour_stories import COLOURS
+
+PARAMS = ("E", "U", "Wq", "Wk", "Wv", "Wo")
 
 
 def model_record(model, seed, steps):
@@ -38,7 +40,7 @@ def model_from_record(record, name="trained-model.json"):
     naming the file (name) and what is wrong, unless every weight matrix is there, of the shapes
     the tokenizer's vocabulary and each other's widths call for:
 
-        E (V, d_model)   P (max_tokens, d_model)   U (d_model, V)
+        E (V, d_model)   U (d_model, len(COLOURS))
         Wq, Wk, Wv (d_model, d_head)               Wo (d_head, d_model)
     """
     def wrong(what):
@@ -62,7 +64,7 @@ def model_from_record(record, name="trained-model.json"):
             raise wrong(f"has a weight that is no matrix of numbers ({e})") from None
     vocab, d_model = len(tokenizer.vocab), shapes["E"][1]
     d_head = shapes["Wq"][1]
-    expected = {"E": (vocab, d_model), "P": (shapes["P"][0], d_model), "U": (d_model, vocab),
+    expected = {"E": (vocab, d_model), "U": (d_model, len(COLOURS)),
                 "Wq": (d_model, d_head), "Wk": (d_model, d_head), "Wv": (d_model, d_head),
                 "Wo": (d_head, d_model)}
     for matrix, shape in expected.items():
