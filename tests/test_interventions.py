@@ -205,6 +205,17 @@ class Patching(unittest.TestCase):
         self.assertEqual(list(found["blocking"]),
                          [kind for kind in cs.HELD_OUT if all(s.distractor for s in tests[kind])])
 
+        def answers(value):         # every answer the record holds, at any depth
+            if isinstance(value, dict):
+                return [a for key, item in value.items() for a in
+                        ([item] if key.endswith("answer") else answers(item))]
+            return [a for item in value for a in answers(item)] if isinstance(value, list) else []
+
+        found_answers = answers(found["example"])
+        self.assertGreaterEqual(len(found_answers), 4)
+        for answer in found_answers:
+            self.assertIn(answer, [" " + colour for colour in cs.COLOURS])
+
 
 class CommandLine(MessageAssertions, unittest.TestCase):
 
