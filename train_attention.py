@@ -1,10 +1,11 @@
 """Why attention: train the lesson's layer on the colour stories, and measure it honestly.
 
-A story names a colour in its first sentence and asks for it back in its last; half the training
-stories hold a distractor, another colour later on. colour_stories.py holds the stories, the two
-bigrams, the model around the lesson's layer and its training; this is their command line.
+A story gives a thing its colour anywhere in up to 128 tokens and asks for it back in its last
+sentence; half the training stories hold a distractor, another colour later on. colour_stories.py
+holds the stories, the two bigrams, the model around the lesson's layer and its training; this is
+their command line.
 
-    python3 train_attention.py               train seed 1 and print its run (about 9 s)
+    python3 train_attention.py               train seed 1 and print its run (about 24 s)
     python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
                                              answer the story and print the question's weight
                                              on each of its tokens

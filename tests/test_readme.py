@@ -19,8 +19,8 @@ from tests.helpers import run_main
 from training import colour_stories
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
-BENCH_RECORDS = ("benchmarks/bench-attention.txt", "benchmarks/bench-bpe.txt",
-                 "benchmarks/bench-interventions.txt")
+BENCH_RECORDS = sorted(os.path.relpath(path, HERE) for path in        # the tree is the list
+                       glob.glob(os.path.join(HERE, "benchmarks", "bench-*.txt")))
 
 
 def read(name):
@@ -155,6 +155,13 @@ NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "ei
                 "ten", "eleven", "twelve", "thirteen", "fourteen"]
 
 
+def training_run_seconds():
+    """The whole default run's median wall seconds, as benchmarks/bench-training.txt records it."""
+    row = [line for line in read("benchmarks/bench-training.txt").splitlines()
+           if re.match(r"\| \d", line)][0]
+    return float(row.split("|")[1])
+
+
 def training_figures(recorded):
     """Each figure the README's training section quotes, as the README writes it, by the name of
     its place in the section."""
@@ -173,6 +180,13 @@ def training_figures(recorded):
     colours, total = len(colour_stories.COLOURS), colour_stories.TEST_STORIES
     return {
         "HELD_OUT_SETS": f"{NUMBER_WORDS[len(held_out)]} held-out sets of {total} stories",
+        "RUN_TIME": f"prints the run of seed 1 (about {training_run_seconds():.0f} s on a 2-core "
+                    f"machine",
+        "FORMS": f"fillers in {len(colour_stories.FILLERS)} sentence forms",
+        "VOCABULARY": f"written from the {len(colour_stories.story_vocabulary())} words a training "
+                      f"story can hold",
+        "COLOUR_FORMS": f"the eleven basic colour terms of English, given in "
+                        f"{len(set(colour_stories.COLOUR_FORMS))} forms",
         "EACH_TWICE": "each about " + ["never", "once", "twice", "three times"][
             config["steps"] // config["train_stories"]],
         "ALL_SEEDS": f"`python3 train_attention.py --seeds {len(rows)}` trains seeds 1 to "

@@ -180,6 +180,14 @@ class Stories(unittest.TestCase):
         self.assertEqual(places, set(range(10)))
         self.assertEqual(max(tokens(cs.question(s)) for s in self.train), cs.MAX_TOKENS)
 
+    def test_every_word_of_the_vocabulary_is_one_token_after_a_space_and_first(self):
+        tokenizer = cs.training_tokenizer()
+        vocabulary = cs.story_vocabulary()
+        self.assertGreater(len(vocabulary), 2000)
+        for word in vocabulary:
+            self.assertEqual((len(tokenizer.encode(" " + word)), len(tokenizer.encode(word))),
+                             (1, 1), word)
+
     def test_every_word_of_the_stories_is_one_token_so_the_colour_is_one_prediction(self):
         """Every word the generator writes, with its leading space or first in a story, and every
         mark, is one token (the made-up words of some training fillers are left out: they are
@@ -425,10 +433,13 @@ class RecordedRun(unittest.TestCase):
                                    f"seed {row['seed']}, {kind}")
 
     def test_asked_about_the_second_colour_one_layer_answers_the_first(self):
+        """At most 3 of 60 answered with the colour asked for, and most with the first colour
+        (where the two colours stand three tokens apart a seed may take the later one for the
+        first: the README says so)."""
         for kind in cs.CANNOT:
             result = self.seed_1["cannot"][kind]
-            self.assertGreaterEqual(result["first_colour_answers"], cs.CLAIM, kind)
             self.assertLessEqual(result["correct"], result["total"] - cs.CLAIM, kind)
+            self.assertGreaterEqual(result["first_colour_answers"], result["total"] * 5 // 6, kind)
         self.assertEqual([list(row["cannot"]) for row in self.recorded["seeds"]],
                          [list(cs.CANNOT)] * cs.RECORDED_SEEDS)
 

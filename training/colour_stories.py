@@ -8,8 +8,8 @@ A story gives a thing its colour in one sentence and asks for it back in its las
 The generator covers the task's whole range: 0 to 18 colour-free sentences before the first colour
 (story_shape), so it stands anywhere in the context of MAX_TOKENS tokens; a distractor, a sentence
 with another colour about another object, in half the stories, anywhere after it; fillers written
-from a broad vocabulary (story_words.py: some 2,200 words) in a few dozen sentence forms with the
-punctuation . , ! ? and '; the eleven basic colour terms, given in fourteen forms ("the colour of
+from a broad vocabulary (story_words.py: some 2,200 words) in 40 sentence forms with the
+punctuation . , ! ? and '; the eleven basic colour terms, given in 13 forms ("the colour of
 the kite was red", "mia painted the kite red", ...). Each held-out set (HELD_OUT) tests one case
 apart, "new words" in words no training story holds.
 
@@ -43,11 +43,11 @@ a story reaches, with a learning rate that falls linearly to 0.
 
 python3 train_attention.py trains and measures it from the command line (see there).
 
-The tokenizer (training_tokenizer, the same for every seed) is bpe.train on stories and every
-word of story_words until no pair is left, so every word the stories use is one token and the
-colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case words is
-encoded too, in pieces. Of its 6,000 tokens most are pieces no story holds, and they keep E's
-starting zeros: read as their place alone, each scores below every colour at its place
+The tokenizer (training_tokenizer, the same for every seed) is bpe.train on every word a training
+story can hold (story_vocabulary) until no pair is left, so every word the stories use is one
+token and the colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case
+words is encoded too, in pieces. Of its 6,000 tokens most are pieces no story holds, and they keep
+E's starting zeros: read as their place alone, each scores below every colour at its place
 (test_training checks it on the recorded model), so an untrained piece cannot draw the weight a
 colour beside it would. One training filler in ten is a sentence around a made-up word, so that
 pieces are also trained as what a colour is not.
@@ -74,7 +74,7 @@ SEED = 1
 D_MODEL, D_HEAD = 12, 8
 MAX_TOKENS = 128               # the longest prompt the model takes: position() is defined on 0…127
 STEPS = 3000                   # one story per step; at 2500, 4 of seeds 1…10 fell short
-LEARNING_RATE = 0.005          # Adam's, falling linearly to 0 at the last step; 0.01 fell short
+LEARNING_RATE = 0.006          # Adam's, falling to 0 at the last step; 0.005 and 0.01 fell short
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 INIT_SCALE = 0.5               # U from uniform(−0.5, 0.5); E starts at zero
 RAMP, LOG_RAMP = 5.0, 4.0      # position()'s two scales: 0 at the first place, these at the last
@@ -183,21 +183,30 @@ def articled(text):
     return re.sub(r"\ba (?=[aeiou])", "an ", text)
 
 
+def fill(template, rng, words=TRAINING_WORDS, **given):
+    """template with each {slot} replaced, left to right: by given[slot], or by a word drawn for
+    it from the slot's list of words (each slot its own draw, so "{name} and {name}" are two).
+
+    >>> fill("{name} has a {size}{colour} {thing}.", random.Random(5), colour="red", thing="kite")
+    'nils has a new red kite.'
+    """
+    lists = {"name": words.names, "noun": words.nouns, "nouns": words.nouns_plural,
+             "place": words.places, "adjective": words.adjectives, "verb": words.verbs,
+             "did": words.dids, "adverb": words.adverbs, "time": words.times,
+             "food": words.foods, "size": SIZES}
+
+    def word(slot):
+        return given[slot] if slot in given else rng.choice(lists[slot])
+
+    return articled(re.sub(r"\{(\w+)\}", lambda match: word(match.group(1)), template))
+
+
 def filler(rng, words=TRAINING_WORDS, made_up=None):
     """A colour-free sentence of words: a filler, or a lead-in before the first sentence. With
     made_up, a list of made-up words, one filler in ten is a sentence around one of them."""
-    template = rng.choice(words.fillers)
     if made_up is not None and rng.random() < MADE_UP_SHARE:
-        template = rng.choice(MADE_UP_FILLERS).replace("{word}", rng.choice(made_up))
-    for slot in ("name", "did"):            # two of a kind in a sentence are drawn apart
-        while "{" + slot + "}" in template:
-            template = template.replace("{" + slot + "}", rng.choice(getattr(words, slot + "s")),
-                                        1)
-    return articled(template.format(
-        noun=rng.choice(words.nouns), nouns=rng.choice(words.nouns_plural),
-        place=rng.choice(words.places), adjective=rng.choice(words.adjectives),
-        verb=rng.choice(words.verbs), adverb=rng.choice(words.adverbs),
-        time=rng.choice(words.times), food=rng.choice(words.foods)))
+        return fill(rng.choice(MADE_UP_FILLERS), rng, words, word=rng.choice(made_up))
+    return fill(rng.choice(words.fillers), rng, words)
 
 
 def colour_sentence(rng, name, colour, thing, opener="", too="", words=TRAINING_WORDS):
@@ -206,9 +215,8 @@ def colour_sentence(rng, name, colour, thing, opener="", too="", words=TRAINING_
     >>> colour_sentence(random.Random(28), "mia", "red", "ball")
     'mia has a red ball.'
     """
-    return articled(rng.choice(COLOUR_FORMS).format(
-        opener=opener, name=name, size=rng.choice(SIZES), colour=colour, thing=thing, too=too,
-        place=rng.choice(words.places), did=rng.choice(words.dids)))
+    return fill(rng.choice(COLOUR_FORMS), rng, words, opener=opener, name=name, colour=colour,
+                thing=thing, too=too)
 
 
 def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, made_up=None):
@@ -217,8 +225,8 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
     (0: right after the first sentence), and the question with its answer; words gives the names,
     things and the rest, made_up the made-up words of the training stories.
 
-    >>> story(random.Random(1234), fillers=1, distractor_at=0).text
-    'look, a blue leaf! sasha has a grey caravan too. they go to the street. the leaf is blue.'
+    >>> story(random.Random(2974), fillers=1, distractor_at=0).text
+    'mia has a yellow pond. hana got a small blue bus too! fatima sneaks. the pond is yellow.'
     """
     name, colour, thing = rng.choice(words.names), rng.choice(COLOURS), rng.choice(words.nouns)
     before = [filler(rng, words, made_up) for _ in range(lead_ins)]
@@ -227,7 +235,9 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
     distractor = None
     if distractor_at is not None:
         distractor = rng.choice([c for c in COLOURS if c != colour])
-        other_thing = rng.choice([o for o in words.nouns if o != thing])
+        other_thing = thing
+        while other_thing == thing:
+            other_thing = rng.choice(words.nouns)
         after.insert(distractor_at, colour_sentence(rng, rng.choice(words.names), distractor,
                                                     other_thing, too=" too", words=words))
     text = " ".join(before + [first] + after + [f"the {thing} is {colour}."])
@@ -319,7 +329,15 @@ def made_up_words():
 def stories(seed):
     """(train, tests): TRAIN_STORIES training stories, and for each kind of HELD_OUT a list of
     TEST_STORIES stories, none of them in the training set or in another set. The shifted set is
-    the plain set with SHIFTING_SENTENCE before each story."""
+    the plain set with SHIFTING_SENTENCE before each story. Drawn once a process for each seed
+    (training and measuring a seed both ask), and each call's lists are its own."""
+    train, tests = _drawn(seed)
+    return list(train), {kind: list(test) for kind, test in tests.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(seed):
+    """stories(seed)'s draw, as tuples."""
     rng = random.Random(seed)
     train = [training_story(rng, made_up_words()) for _ in range(TRAIN_STORIES)]
     seen = {s.text for s in train}
@@ -330,7 +348,7 @@ def stories(seed):
                            for s in tests["plain"]]
             continue
         tests[kind] = distinct(lambda: held_out_story(rng, kind), seen)
-    return train, tests
+    return tuple(train), {kind: tuple(test) for kind, test in tests.items()}
 
 
 def distinct(draw, seen):
@@ -395,23 +413,30 @@ def unseen_question(s):
     return question(s)[:-len(f"the {s.thing} is")] + f"the {other_thing} is"
 
 
-def make_tokenizer(train):
-    """bpe.train over ALPHABET on the stories and every word of story_words (with its leading
-    space and without, as a story's first word stands), until no pair is left: every word the
-    stories are written in is one token, so a colour is one prediction, and a word they never use
-    splits into pieces of them."""
-    vocabulary = [word for name in story_words.__all__ for phrase in getattr(story_words, name)
-                  for word in phrase.split()]
-    text = "\n".join(vocabulary + [" ".join(vocabulary)] + [s.text for s in train])
-    learned = train_tokenizer(text, 100_000)     # more than it reaches: until no pair is left
+def story_vocabulary():
+    """Every word a training story can hold but the made-up ones: story_words', the colours, and
+    the words of the sentence forms, in order and once each."""
+    forms = " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS + SIZES
+                     + [SHIFTING_SENTENCE, "the is too"])
+    listed = [word for name in story_words.__all__ for phrase in getattr(story_words, name)
+              for word in phrase.split()]
+    return list(dict.fromkeys(listed + COLOURS + re.findall(r"[a-z]+", re.sub(r"\{\w+\}", " ",
+                                                                             forms))))
+
+
+def make_tokenizer(words):
+    """bpe.train over ALPHABET on words, each once with its leading space and once without (as a
+    story's first word stands), until no pair is left: every word is one token, so a colour is
+    one prediction, and a word not among them splits into pieces of them."""
+    text = "\n".join(words) + "\n" + "".join(" " + word for word in words)
+    learned = train_tokenizer(text, 100_000)
     return Tokenizer(ALPHABET, learned.merges)
 
 
 @functools.lru_cache(maxsize=None)
 def training_tokenizer():
-    """The tokenizer of every seed: make_tokenizer on TRAIN_STORIES stories of its own draw."""
-    rng = random.Random("tokenizer")
-    return make_tokenizer([story(rng, *story_shape(rng)) for _ in range(TRAIN_STORIES)])
+    """The tokenizer of every seed: make_tokenizer on story_vocabulary()."""
+    return make_tokenizer(story_vocabulary())
 
 
 # ---- the two bigrams ----------------------------------------------------------------------------
@@ -478,10 +503,15 @@ def position(i, d_model=D_MODEL):
         0.0] * (d_model - 2)
 
 
+_POSITIONS = [position(i) for i in range(MAX_TOKENS)]     # position(i) of every place, made once
+
+
 def embed(params, ids):
     """x (T, d_model): row i is E[ids[i]] + position(i), the token's embedding plus its place's."""
-    return [[e + p for e, p in zip(params["E"][t], position(i, len(params["E"][t])))]
-            for i, t in enumerate(ids)]
+    d_model = len(params["E"][0])
+    places = (_POSITIONS if d_model == D_MODEL and len(ids) <= MAX_TOKENS
+              else [position(i, d_model) for i in range(len(ids))])
+    return [[e + p for e, p in zip(params["E"][t], places[i])] for i, t in enumerate(ids)]
 
 
 def layer(params):
@@ -557,7 +587,7 @@ class Adam:
         step costs the story's rows, not the vocabulary's."""
         self.t += 1
         lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
-        b1, b2 = BETAS
+        (b1, b2), (a1, a2) = BETAS, (1 - BETAS[0], 1 - BETAS[1])    # a: the new gradient's share
         c1, c2 = 1 - b1 ** self.t, 1 - b2 ** self.t
         for name, grad in grads.items():
             rows = grad.items() if isinstance(grad, dict) else enumerate(grad)   # {row: gradient}
@@ -566,8 +596,8 @@ class Adam:
                     continue
                 w_row, mean_row = params[name][i], self.mean_grad[name][i]
                 mean_sq_row = self.mean_sq_grad[name][i]
-                mean_row[:] = [b1 * m + (1 - b1) * g for m, g in zip(mean_row, g_row)]
-                mean_sq_row[:] = [b2 * s + (1 - b2) * g * g for s, g in zip(mean_sq_row, g_row)]
+                mean_row[:] = [b1 * m + a1 * g for m, g in zip(mean_row, g_row)]
+                mean_sq_row[:] = [b2 * s + a2 * g * g for s, g in zip(mean_sq_row, g_row)]
                 w_row[:] = [w - lr * (m / c1) / (sqrt(s / c2) + ADAM_EPS)
                             for w, m, s in zip(w_row, mean_row, mean_sq_row)]
 

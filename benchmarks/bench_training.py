@@ -1,0 +1,81 @@
+"""How long the default training run takes, and what a step costs a token: `python3
+train_attention.py` in a fresh process, as a learner runs it. A benchmark script, not a test.
+
+    python3 -m benchmarks.bench_training            time the default run 3 times
+    python3 -m benchmarks.bench_training --record   also write bench-training.txt
+                                                    (benchmarks/README.md quotes it)
+
+Each run prints how long its training took ("seed 1: 3000 steps in 19.7 s"); divided by the
+tokens of the prompts it trained on (every step's story, as train_model draws them), that is the
+cost of one token of story in one step, forward and back and Adam's update.
+"""
+
+import sys
+
+try:                        # Ctrl-C while the modules load: one line and exit 130, as later
+    import os
+    import random
+    import re
+    import statistics
+    import subprocess
+    import time
+
+    from common.cli import OneLineParser, Report, guarded
+    from training.colour_stories import SEED, STEPS, question, stories, training_tokenizer
+except KeyboardInterrupt:
+    if sys.stderr:
+        print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD_PATH = os.path.join(HERE, "benchmarks", "bench-training.txt")
+RUNS = 3
+
+
+def trained_tokens(seed=SEED, steps=STEPS):
+    """The tokens of every prompt the default run trains on, one story a step, drawn as
+    train_model draws them."""
+    tokenizer = training_tokenizer()
+    lengths = [len(tokenizer.encode(question(s))) for s in stories(seed)[0]]
+    order = random.Random(seed + 1)
+    return sum(order.choice(lengths) for _ in range(steps))
+
+
+def one_run():
+    """(wall seconds of `python3 train_attention.py`, the training's seconds it prints)."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "train_attention.py"], cwd=HERE, capture_output=True,
+                          text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"train_attention.py failed: {done.stderr.strip()}")
+    return seconds, float(re.search(r"steps in ([0-9.]+) s", done.stdout).group(1))
+
+
+def main(argv=None):
+    parser = OneLineParser(description="Time train_attention.py's default run.")
+    parser.add_argument("--record", action="store_true", help="write bench-training.txt")
+    args = parser.parse_args(argv)
+    return guarded(lambda: run(args.record))
+
+
+def run(record):
+    tokens = trained_tokens()
+    runs = [one_run() for _ in range(RUNS)]
+    wall, training = (statistics.median(part) for part in zip(*runs))
+    report = Report()
+    report.say(f"python3 train_attention.py, a fresh process, {RUNS} runs (medians); Python "
+               f"{sys.version.split()[0]}, {os.cpu_count()} cores")
+    report.say("")
+    report.say("| the whole run s | its training s | steps | tokens trained on | ms a token a "
+               "step |")
+    report.say("|---|---|---|---|---|")
+    report.say(f"| {wall:.1f} | {training:.1f} | {STEPS} | {tokens} | "
+               f"{1000 * training / tokens:.3f} |")
+    if record:
+        report.record(RECORD_PATH)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(guarded(main))     # Ctrl-C while the arguments are read too
