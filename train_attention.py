@@ -218,8 +218,9 @@ def main(argv=None):
         parser.error(f"--seeds trains seeds 1…N: drop "
                      f"{', '.join(['--seed'] * (args.seed is not None) + answering)}")
     if (args.block is not None or args.ablate_value is not None) and args.story is None:
-        parser.error("--block and --ablate-value change the question's run on a story: "
-                     "add --story TEXT")
+        parser.error("--block and --ablate-value change the question's run on one story: "
+                     + ("they do not go with --patch" if args.patch is not None
+                        else "add --story TEXT"))
     if (args.patch is None) != (args.into is None):
         parser.error("--patch CLEAN and --into CORRUPTED go together")
     if args.patch is not None and args.story is not None:
@@ -285,8 +286,8 @@ def _run(args):
         save_view(args.export, story_attention(model, text), None)
     elif args.patch is not None:
         result = patch(model, args.patch, args.into)
-        if args.svg is not None:
-            save_view(args.svg, patch_svg(result), None)
+        if args.svg is not None:     # said on standard error when standard output is JSON
+            save_view(args.svg, patch_svg(result), None, say=note if args.json else None)
         show(to_json(rounded(result, 4)) if args.json else patch_table(result))
     elif args.block is not None or args.ablate_value is not None:
         before, after = intervene(model, args.story, args.block or (), args.ablate_value)

@@ -121,15 +121,16 @@ def check_outputs(outputs, inputs=()):
             check_output_path(path, own, [(other, p) for other, p in named if other != flag])
 
 
-def save_view(path, text, own, recorded=None):
-    """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so.
-    Refuses an empty path, a folder and the project's own files, but own: the view the command
-    records itself (a path from the project folder), and that one only with the text recorded()
-    gives (the view of the recorded inputs): a view of other inputs goes elsewhere."""
-    save_views([(path, text, own, recorded)])
+def save_view(path, text, own, recorded=None, say=None):
+    """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so (on
+    standard output, or with say: note, when standard output carries JSON). Refuses an empty
+    path, a folder and the project's own files, but own: the view the command records itself (a
+    path from the project folder), and that one only with the text recorded() gives (the view of
+    the recorded inputs): a view of other inputs goes elsewhere."""
+    save_views([(path, text, own, recorded)], say)
 
 
-def save_views(views):
+def save_views(views, say=None):
     """save_view for each of views, (path, text, own, recorded) each, a path of None skipped: all
     of them checked before the first is written."""
     views = [view for view in views if view[0] is not None]
@@ -141,7 +142,10 @@ def save_views(views):
                              f"write a view of other inputs somewhere else")
     for path, text, _, _ in views:
         write_atomic(path, text)
-        show(f"wrote {path}\n")
+        if say:
+            say(f"wrote {path}")
+        else:
+            show(f"wrote {path}\n")
 
 
 def _is_own(path, own):

@@ -123,6 +123,24 @@ class Interventions(MessageAssertions, unittest.TestCase):
         before, after = iv.intervene(recorded(), EXAMPLE, block=[4])
         self.assertEqual((before["answer"], after["answer"]), (" green", " blue"))
 
+    def test_positions_from_a_generator_block_as_a_list_does(self):
+        """_positions reads block once: a generator is checked and used alike."""
+        from_list = iv.intervene(recorded(), EXAMPLE, block=[4, 1])[1]
+        from_generator = iv.intervene(recorded(), EXAMPLE, block=(n for n in (4, 1)))[1]
+        self.assertEqual(bits(from_generator["weights"]), bits(from_list["weights"]))
+        self.assertEqual(from_list["weights"][3], 0.0)
+
+    def test_a_block_that_is_no_list_and_a_bad_story_of_a_pair_are_named(self):
+        for block in (None, 4, "4"):
+            with self.subTest(block=block):
+                self.assertMessage(TypeError, "block takes positions as a list of ints, got "
+                                   f"{type(block).__name__}", iv.intervene, recorded(), EXAMPLE,
+                                   block)
+        self.assertMessage(ValueError, "the clean story: a story may hold lower-case letters",
+                           iv.patch, recorded(), "Mia has a red ball. the ball is", EXAMPLE)
+        self.assertMessage(ValueError, "the corrupted story: a story may have at most 128 tokens",
+                           iv.patch, recorded(), EXAMPLE, "the ball is " * 43 + "is")
+
     def test_bad_positions_and_pairs_are_refused_naming_what_came(self):
         model = recorded()
         for call, error, fragment in [
@@ -254,6 +272,16 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertEqual(len(found["positions"]), T)
         self.assertEqual((found["clean_answer"], found["corrupted_answer"]), (" pink", " black"))
 
+    def test_patch_json_with_svg_keeps_standard_output_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "patch.svg")
+            done = run_script("train_attention.py", "--patch", OTHER_WAY[0][0], "--into",
+                              OTHER_WAY[0][1], "--json", "--svg", path)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertTrue(os.path.exists(path))
+        self.assertEqual(list(json.loads(done.stdout))[:2], ["clean_answer", "corrupted_answer"])
+        self.assertIn(f"wrote {path}", done.stderr)
+
     def test_interventions_that_cannot_run_are_refused_with_one_line(self):
         for args, fragment, code in [
                 (["--block", "4"], "add --story TEXT", 2),
@@ -263,7 +291,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 (["--story", EXAMPLE, "--export", "f.json", "--block", "4"], "drop --patch", 2),
                 (["--write", "--patch", EXAMPLE], "drop --patch", 2),
                 (["--story", EXAMPLE, "--block", "17"], "block takes positions 1 to 16", 1),
-                (["--patch", EXAMPLE, "--into", "the ball is"], "the clean story has 16", 1)]:
+                (["--patch", EXAMPLE, "--into", "the ball is"], "the clean story has 16", 1),
+                (["--patch", EXAMPLE, "--into", EXAMPLE, "--block", "4"],
+                 "they do not go with --patch", 2)]:
             with self.subTest(args=args):
                 done = run_script("train_attention.py", *args)
                 self.assertOneLineError(done, fragment)

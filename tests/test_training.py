@@ -382,6 +382,20 @@ class Predict(MessageAssertions, unittest.TestCase):
         _, weights = cs.predict(self.model, text)
         self.assertEqual(len(weights), cs.MAX_TOKENS)
 
+    def test_a_model_of_the_wrong_parts_is_refused_naming_the_part(self):
+        tokenizer, params = self.model["tokenizer"], self.model["params"]
+        for model, fragment in [
+                ({}, "it has no tokenizer and no params"),
+                ({"params": params}, "it has no tokenizer"),
+                ({"tokenizer": "x", "params": params},
+                 "tokenizer must be a bpe.Tokenizer, got str"),
+                ({"tokenizer": None, "params": params}, "got NoneType"),
+                ({"tokenizer": tokenizer, "params": {}}, "params must be a dict of the weights E, "
+                                                          "U, Wq, Wk, Wv, Wo, got dict"),
+                ({"tokenizer": tokenizer, "params": None}, "got NoneType")]:
+            with self.subTest(model=fragment):
+                self.assertMessage(TypeError, fragment, cs.predict, model, "the ball is")
+
     def test_a_story_is_refused_at_the_door_naming_what_came(self):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),

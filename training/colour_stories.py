@@ -44,9 +44,9 @@ a story reaches, with a learning rate that falls linearly to 0.
 python3 train_attention.py trains and measures it from the command line (see there).
 
 The tokenizer (training_tokenizer, the same for every seed) is bpe.train on every word a training
-story can hold (story_vocabulary) until no pair is left, so every word the stories use is one
-token and the colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case
-words is encoded too, in pieces. Of its 6,000 tokens most are pieces no story holds, and they keep
+story can hold (story_vocabulary) until no pair is left, so every word the stories use is one token
+and the colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case words is
+encoded too, in pieces. Of its more than 6,000 tokens most are pieces no story holds, and they keep
 E's starting zeros: read as their place alone, each scores below every colour at its place
 (test_training checks it on the recorded model), so an untrained piece cannot draw the weight a
 colour beside it would. One training filler in ten is a sentence around a made-up word, so that
@@ -667,13 +667,32 @@ def answer_of(logits):
     return " " + COLOURS[best]
 
 
+def check_model(model):
+    """Raise TypeError, naming the part, unless model is a dict train_model returns: a
+    bpe.Tokenizer and params holding every weight of the model."""
+    if not isinstance(model, dict):
+        raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
+                        f"got {type(model).__name__}")
+    missing = [key for key in ("tokenizer", "params") if key not in model]
+    if missing:
+        raise TypeError(f"model must be the dict train_model returns: it has no "
+                        f"{' and no '.join(missing)}")
+    if not isinstance(model["tokenizer"], Tokenizer):
+        raise TypeError(f"model's tokenizer must be a bpe.Tokenizer, got "
+                        f"{type(model['tokenizer']).__name__}")
+    weights = ("E", "U", "Wq", "Wk", "Wv", "Wo")
+    if not isinstance(model["params"], dict) or not set(weights) <= model["params"].keys():
+        raise TypeError(f"model's params must be a dict of the weights {', '.join(weights)}, got "
+                        f"{type(model['params']).__name__}"
+                        + (f" of {', '.join(map(str, model['params']))}"
+                           if isinstance(model["params"], dict) else ""))
+
+
 def predict(model, text):
     """(answer, weights): the model's next token after text, a story up to its question (" red"),
     and the question's weights on every token of the story, as (token, weight) pairs. Raises
-    TypeError unless model is what train_model returns, and as encode_question."""
-    if not isinstance(model, dict) or not {"tokenizer", "params"} <= model.keys():
-        raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
-                        f"got {type(model).__name__}")
+    TypeError unless model is what train_model returns (check_model), and as encode_question."""
+    check_model(model)
     tokenizer = model["tokenizer"]
     ids = encode_question(tokenizer, text)
     fw = forward(model["params"], ids)

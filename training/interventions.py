@@ -39,7 +39,8 @@ from core.masked import attention_core
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.colour_stories import COLOURS, answer_of, embed, encode_question, question
+from training.colour_stories import (COLOURS, answer_of, check_model, embed, encode_question,
+                                     question)
 
 PATCHED = ("q", "k", "v")
 RESTORES = 0.9          # the claim: the colour's value restores at least this share
@@ -73,6 +74,10 @@ def question_row(params, vectors, allowed=None):
 
 def _positions(positions, T, flag):
     """Positions counted from 1 made indices, or a ValueError naming flag and what came."""
+    if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
+        raise TypeError(f"{flag} takes positions as a list of ints, got "
+                        f"{type(positions).__name__} {positions!r}")
+    positions = list(positions)     # read once: a generator is checked and used alike
     for n in positions:
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"{flag} takes positions as ints, got {type(n).__name__} {n!r}")
@@ -82,10 +87,12 @@ def _positions(positions, T, flag):
     return [n - 1 for n in positions]
 
 
-def _check_model(model):
-    if not isinstance(model, dict) or not {"tokenizer", "params"} <= model.keys():
-        raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
-                        f"got {type(model).__name__}")
+def _encoded(tokenizer, text, which):
+    """encode_question of one of patch's stories, its refusal naming which."""
+    try:
+        return encode_question(tokenizer, text)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"the {which} story: {e}") from None
 
 
 def _answered(model, ids, row, logits):
@@ -102,7 +109,7 @@ def intervene(model, text, block=(), ablate=None):
     renormalised). Raises as
     encode_question, TypeError for a model train_model did not make, and ValueError for a
     position outside 1…T or a block of every source."""
-    _check_model(model)
+    check_model(model)
     ids = encode_question(model["tokenizer"], text)
     T = len(ids)
     blocked = _positions(block, T, "block")
@@ -125,10 +132,10 @@ def patch(model, clean, corrupted):
     (from 1), "token" (the corrupted story's), "q", "k", "v"}], "mixed"}, each share a float or
     "unchanged" (see the module's docstring). Raises as encode_question, and ValueError for
     stories of different lengths, and OneAnswer (a ValueError) for stories of one answer."""
-    _check_model(model)
+    check_model(model)
     tokenizer, params = model["tokenizer"], model["params"]
-    clean_ids = encode_question(tokenizer, clean)
-    corrupted_ids = encode_question(tokenizer, corrupted)
+    clean_ids = _encoded(tokenizer, clean, "clean")
+    corrupted_ids = _encoded(tokenizer, corrupted, "corrupted")
     if len(clean_ids) != len(corrupted_ids):
         raise ValueError(f"patching puts each position of one story into the same position of "
                          f"the other: the clean story has {len(clean_ids)} tokens, the "
