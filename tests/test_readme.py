@@ -183,6 +183,7 @@ def training_figures(recorded):
         "RUN_TIME": f"prints the run of seed 1 (about {training_run_seconds():.0f} s on a 2-core "
                     f"machine",
         "FORMS": f"fillers in {len(colour_stories.FILLERS)} sentence forms",
+        "RAMP": f"evenly (`{colour_stories.RAMP:g} · i/{colour_stories.MAX_TOKENS - 1}`)",
         "VOCABULARY": f"written from the {len(colour_stories.story_vocabulary())} words a training "
                       f"story can hold",
         "COLOUR_FORMS": f"the eleven basic colour terms of English, given in "
