@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+from attention import matmul, transpose
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 
 
@@ -43,6 +45,33 @@ class MessageAssertions:
         self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
         self.assertNotIn("Traceback", done.stderr)
         self.assertIn(fragment, done.stderr)
+
+
+# Central differences with ε = 1e-6 on a loss of size ~1: truncation O(ε²) and rounding about
+# 1e-16/ε = 1e-10, so a right gradient agrees within 1e-7 and a dropped path misses by far more.
+GRAD_TOLERANCE = 1e-7
+
+
+def bits(value):
+    """Every float of nested lists and dicts as its hex text, so that −0.0 and 0.0 differ."""
+    if isinstance(value, dict):
+        return {key: bits(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [bits(item) for item in value]
+    return value.hex()
+
+
+def question_row_and_its_gradient(test, row, out, full, d_logits, U):
+    """Assert that row and out, what attention_core and Wo give for a layer's question row alone,
+    are full's last row (attention_forward of the whole layer) bit for bit; return d_out (T,
+    d_model), dLoss/d(out) for attention_backward: zero but in the last row, d_logits·Uᵀ."""
+    for name in ("q", "scores", "weights", "mixed"):
+        test.assertEqual(bits(row[name]), bits(full[name][-1:]), name)
+    for name in ("k", "v"):
+        test.assertEqual(bits(row[name]), bits(full[name]), name)
+    test.assertEqual(bits(out), bits(full["out"][-1:]))
+    width = len(full["out"][0])
+    return [[0.0] * width for _ in full["out"][:-1]] + matmul([d_logits], transpose(U))
 
 
 @contextlib.contextmanager
