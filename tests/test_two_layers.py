@@ -3,7 +3,6 @@ the residual stream against central differences, and its question row against th
 layer's last row, numbers and gradients, bit for bit."""
 
 import math
-import random
 import unittest
 
 from attention import attention_backward, attention_forward, softmax_row
@@ -14,21 +13,13 @@ from training import two_layers
 SEED = 20261201
 
 
-def drawn_params(vocab_size, d_model, d_head):
-    """init_params of SEED with U drawn again, so that every path carries a gradient of its own."""
-    rng = random.Random(SEED)
-    params = two_layers.init_params(vocab_size, SEED, d_model, d_head)
-    params["U"] = [[rng.uniform(-1, 1) for _ in row] for row in params["U"]]
-    return params
-
-
 class TwoLayers(unittest.TestCase):
 
     def test_gradient_through_both_layers_and_the_stream_matches_central_differences(self):
         """Embeddings -> layer 1 -> x0 + its out -> layer 2's question row -> x1[T−1] + its out
         -> unembedding -> loss, on a prompt of 4 tokens with one repeated: every parameter of
         both layers, E and U. E's gradient holds the prompt's rows only."""
-        params = drawn_params(vocab_size=6, d_model=3, d_head=2)
+        params = two_layers.init_params(6, SEED, d_model=3, d_head=2)
         prompt, answer = [4, 1, 4, 2], 5
         _, grads = two_layers.loss_and_grads(params, prompt, answer)
         self.assertEqual(sorted(grads["E"]), [1, 2, 4])
@@ -45,7 +36,7 @@ class TwoLayers(unittest.TestCase):
         """forward computes layer 2 at the question alone and loss_and_grads only what reaches it:
         attention_forward of layer 2 on x1, and attention_backward with dLoss/d(out) zero but in
         the last row, give the same numbers and layer 2's gradients to the last bit."""
-        params = drawn_params(vocab_size=6, d_model=4, d_head=3)
+        params = two_layers.init_params(6, SEED, d_model=4, d_head=3)
         for prompt, answer in (([0], 2), ([0, 1, 0], 3), ([3, 1, 4, 1, 5], 2)):
             with self.subTest(prompt=prompt):
                 fw = two_layers.forward(params, prompt)

@@ -30,8 +30,8 @@ not yet trained by train_model.
 import math
 import random
 
-from attention import add, attention_backward, attention_forward, init_attention, matmul
-from attention import softmax_row, transpose
+from attention import (add, attention_backward, attention_forward, init_attention, matmul,
+                       softmax_row, transpose)
 from common import checks
 from core.masked import attention_core, attention_core_backward
 from training.colour_stories import COLOURS, INIT_SCALE, embed
