@@ -19,8 +19,8 @@ object into its colour's; layer 2's query, made from x1[T−1], can then find th
 both.
 
 The parameters are E, U and each layer's Wq, Wk, Wv, Wo, as Wq1 … Wo1 and Wq2 … Wo2. E is drawn
-at random, not at zero as for one layer: layer 2 must tell the object asked about from the
-others, so every object needs an embedding of its own before any story has trained it.
+at random, not at zero as for one layer, so that objects differ before any story has trained them:
+layer 2 must tell the object asked about from the others.
 
 What this holds so far is the model and its hand-written backward (tests/test_two_layers.py checks
 the backward against central differences and the question row against attention_forward); it is
