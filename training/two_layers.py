@@ -6,7 +6,7 @@ For a prompt of T tokens (a story up to "the ball is"):
 
     x0     = E[ids] + position(0…T−1)                              (T, d_model), token + place
     x1     = x0 + attention_forward(layer(params, 1), x0)["out"]   (T, d_model), the residual stream
-    out2   = the second layer's question row on x1                 (d_model)
+    out2   = the second layer's question row on x1                 (1, d_model)
     logits = (x1[T−1] + out2)·U                                    (C,), a score for each colour
     loss   = −log softmax(logits)[colour]
 
@@ -20,7 +20,8 @@ both.
 
 The parameters are E, U and each layer's Wq, Wk, Wv, Wo, as Wq1 … Wo1 and Wq2 … Wo2. E is drawn
 at random, not at zero as for one layer, so that objects differ before any story has trained them:
-layer 2 must tell the object asked about from the others.
+layer 2 must tell the object asked about from the others. The price is the one layer's guard: a
+piece no story trains keeps a random row, not zeros that score as an empty place would.
 
 What this holds so far is the model and its hand-written backward (tests/test_two_layers.py checks
 the backward against central differences and the question row against attention_forward); it is
@@ -43,7 +44,8 @@ WEIGHTS = ("Wq", "Wk", "Wv", "Wo")       # each layer's, as Wq1 … Wo1 and Wq2 
 def init_params(vocab_size, seed, d_model, d_head):
     """E (V, d_model) and U (d_model, len(COLOURS)) from uniform(−INIT_SCALE, INIT_SCALE), drawn
     from random.Random(seed), and each layer's Wq, Wk, Wv, Wo from init_attention, layer n's with
-    the seed 2·seed + n − 1, so that no two layers of any two seeds start alike."""
+    the seed 2·seed + n − 1, so that no two layers of two seeds of 0 or more start alike
+    (random.Random reads a negative seed as its absolute value)."""
     checks.check_seed(seed)
     rng = random.Random(seed)
     params = {"E": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(d_model)]
