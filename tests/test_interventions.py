@@ -83,6 +83,25 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
         self.assertEqual(bits(back["params"]), bits(model["params"]))
         self.assertEqual(back["tokenizer"].merges, tokenizer.merges)
 
+    def test_each_read_gets_weights_of_its_own_and_a_changed_file_is_read_anew(self):
+        """read_model keeps the model of the text it last read: a second read of the same text
+        must not share a row with the first, and a file whose text changed is parsed again."""
+        first, second = read_model(MODEL_PATH), read_model(MODEL_PATH)
+        first["params"]["E"][0][0] += 1.0
+        self.assertEqual(bits(second["params"]), bits(read_model(MODEL_PATH)["params"]))
+        self.assertNotEqual(first["params"]["E"][0][0], second["params"]["E"][0][0])
+        with open(MODEL_PATH, encoding="utf-8") as f:
+            record = json.load(f)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trained-model.json")
+            for steps in (cs.STEPS, cs.STEPS + 1):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(to_json(dict(record, steps=steps)))
+                self.assertEqual(read_model(path)["steps"], steps)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("{")
+            self.assertMessage(ValueError, "trained-model.json is not valid JSON", read_model, path)
+
     def test_a_record_that_is_not_a_model_is_refused_naming_the_part(self):
         record = model_record(recorded(), cs.SEED, cs.STEPS)
         short_e = dict(record, params=dict(record["params"], E=record["params"]["E"][:-1]))

@@ -77,10 +77,26 @@ def model_from_record(record, name="trained-model.json"):
 
 def read_model(path):
     """model_from_record of the JSON file at path. Raises ValueError naming the file when it is not
-    what train_attention.py --write wrote, and OSError when it cannot be read."""
-    name = os.path.basename(path)
+    what train_attention.py --write wrote, and OSError when it cannot be read.
+
+    The file is read at every call; when its text is the text the last call read, the model that
+    text made is given again, with weights of its own (a list per row, copied): a process that
+    reads the file many times parses and checks it once."""
+    text = read_text(path)
+    if _last_read.get("text") != text:
+        _last_read.update(text=text, model=_parsed(text, os.path.basename(path)))
+    model = _last_read["model"]
+    return dict(model, params={name: [list(row) for row in matrix]
+                               for name, matrix in model["params"].items()})
+
+
+_last_read = {}     # the text read_model last read, and the model it made
+
+
+def _parsed(text, name):
+    """model_from_record of a file's text; name is the file's, for the errors."""
     try:
-        record = json.loads(read_text(path), parse_int=int_of)
+        record = json.loads(text, parse_int=int_of)
     except ValueError as e:     # bad JSON, or an integer of more than 309 digits
         raise ValueError(f"{name} is not valid JSON ({e}): run train_attention.py "
                          f"--write") from None
