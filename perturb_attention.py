@@ -43,6 +43,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import argparse
     import math
     import os
+    import re
 
     from common.cli import (NotANumber, check_outputs, decimal, guarded, integer, parse_trace_args,
                             save_views, show, trace_parser)

@@ -832,6 +832,20 @@ class Grader(MessageAssertions, unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "# my work\n")
 
+    def test_the_seed_a_report_names_is_taken_from_the_command_line(self):
+        """The README's `--grade tiny_attention.py --seed 721319`: the report of a failing file
+        names the seed it drew with, and a bad seed is one line."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tiny_attention.py")
+            self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
+            done = run_script("perturb_attention.py", "--grade", path, "--seed", "721319")
+            self.assertEqual((done.returncode, done.stderr), (1, ""))
+            self.assertTrue(done.stdout.rstrip().endswith(
+                "(--seed 721319 draws the same cases again)"), done.stdout[-200:])
+            self.assertOneLineError(run_script("perturb_attention.py", "--grade", path, "--seed",
+                                               "abc"), "--seed takes the number a grading's "
+                                                       "report names, such as 721319, got 'abc'")
+
     def test_a_file_of_any_name_is_graded_and_a_missing_one_is_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("notes.txt", "no_extension"):
