@@ -115,27 +115,24 @@ if __name__ == "__main__":
 '''
 
 
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the top folder
 LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson beside it
 
 
 def shadowed(path):
-    """What a Python file of this name would shadow, run or imported from its folder: a module of
-    the standard library (sys.stdlib_module_names) or of this project (its top folder's modules and
-    packages); None when nothing.
+    """The module of the standard library (sys.stdlib_module_names) that a Python file of this
+    name would shadow, run or imported from its folder: beside a json.py, `import json` finds the
+    file, and every command run there breaks; None when nothing. A name of this project's
+    (attention.py) shadows nothing the commands use: they run from the top folder, and import
+    finds its modules and packages before a file elsewhere, or a new file beside a package.
 
     >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
-    ("the standard library's json", "this project's attention", None)
+    ("the standard library's json", None, None)
     """
     stem, extension = os.path.splitext(os.path.basename(path))
-    if extension != ".py":
-        return None
-    if stem in sys.stdlib_module_names or stem in sys.builtin_module_names:
+    if extension == ".py" and (stem in sys.stdlib_module_names
+                               or stem in sys.builtin_module_names):
         return f"the standard library's {stem}"
-    own = {os.path.splitext(name)[0] for name in os.listdir(PROJECT) if name.endswith(".py")}
-    own |= {name for name in os.listdir(PROJECT)
-            if os.path.isfile(os.path.join(PROJECT, name, "__init__.py"))}
-    return f"this project's {stem}" if stem in own else None
+    return None
 
 
 def refuse_a_shadowing_name(path, doing):

@@ -717,14 +717,14 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertFalse(other[1])
         self.assertIn("drawn afresh with seed 1 (--seed 1 draws it again)", first_fail(other[0]))
 
-    def test_a_name_that_would_shadow_a_module_is_refused_by_scaffold_and_grade(self):
+    def test_a_name_that_would_shadow_the_standard_library_is_refused_by_scaffold_and_grade(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for name in ("json.py", "queue.py", "attention.py", "lab06.py", "trace_attention.py",
-                         "common.py"):
+            for name in ("json.py", "queue.py", "random.py"):
                 path = os.path.join(tmp, name)
                 with self.subTest(name=name):
                     self.assertOneLineError(run_script("perturb_attention.py", "--scaffold",
-                                                       path), "would find it before")
+                                                       path), "would find it before the "
+                                                              "standard library's")
                     self.assertFalse(os.path.exists(path))
                     with open(path, "w", encoding="utf-8") as f:
                         f.write(LEARNER)
@@ -733,8 +733,31 @@ class Grader(MessageAssertions, unittest.TestCase):
                                             f"find it before")
         for name in sorted(sys.stdlib_module_names)[::40]:
             self.assertIn("the standard library's", grade_lab06.shadowed(name + ".py"))
-        self.assertIsNone(grade_lab06.shadowed("tiny_attention.py"))
         self.assertIsNone(grade_lab06.shadowed("json.txt"))
+
+    def test_a_name_of_the_projects_own_shadows_nothing_and_is_written_and_graded(self):
+        """The README writes tiny_attention.py in the top folder and grades it there, beside the
+        project's own files: with the learner's file among them (as listed here), a name the
+        project or the learner uses is no standard-library module, and is written and graded."""
+        real_listdir = os.listdir
+
+        def with_the_learners_file(path="."):
+            names = real_listdir(path)
+            same = os.path.realpath(path) == os.path.realpath(HERE)
+            return names + ["tiny_attention.py"] if same else names
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch("os.listdir", with_the_learners_file):
+            for name in ("tiny_attention.py", "attention.py", "lab06.py", "common.py"):
+                with self.subTest(name=name):
+                    self.assertIsNone(grade_lab06.shadowed(os.path.join(HERE, name)))
+                    path = os.path.join(tmp, name)
+                    done = run_script("perturb_attention.py", "--scaffold", path)
+                    self.assertEqual((done.returncode, done.stderr), (0, ""))
+            with open(os.path.join(tmp, "attention.py"), "w", encoding="utf-8") as f:
+                f.write(LEARNER)
+            done = run_script("perturb_attention.py", "--grade", os.path.join(tmp, "attention.py"))
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
     def test_without_prctl_the_report_says_only_the_process_group_is_stopped(self):
         class GroupOnly(InProcess):
