@@ -1,4 +1,5 @@
-"""Properties of the layer over random shapes, and the layer checked against the lesson's listing.
+"""Properties of the layer over random shapes, and the layer checked against the lesson's listing
+and the core (core/masked.py) against the layer.
 
 Every random case comes from a fixed seed and names its seed, case number, shape and mask when it
 fails. `reference.listing` evaluates the lesson's equations as the lesson's own listing writes them.
@@ -11,9 +12,11 @@ import random
 import unittest
 from math import fsum
 
-from attention import MASK_MODES, attention_backward, attention_forward, causal_mask
+from attention import (MASK_MODES, attention_backward, attention_forward, causal_mask, matmul,
+                       transpose)
 from benchmarks.reference import listing
 from common.gradcheck import central_differences
+from core.masked import attention_core, attention_core_backward
 from lab06 import attend, masked_softmax
 
 SEED = 20261129
@@ -70,6 +73,25 @@ class Properties(unittest.TestCase):
             self.assertEqual(cache["weights"], weights, where)
             self.assertEqual(grads, listing_grads, where)
             self.assertEqual(d_x, listing_d_x, where)
+
+        self.for_each_case(check)
+
+    def test_the_core_is_the_layers_middle_bit_for_bit(self):
+        """core/masked.py on the layer's q, k, v and each mode's allowed and blocked score: its
+        scores, weights and mixed are the layer's, and its d_q, d_k, d_v give the layer's
+        gradients of Wq, Wk, Wv, every bit."""
+        def check(case, mask, params, x, d_out, where):
+            cache = attention_forward(params, x, mask)
+            T = len(x)
+            allowed = [[True] * T for _ in range(T)] if mask == "none" else causal_mask(T)
+            core = attention_core(cache["q"], cache["k"], cache["v"], allowed,
+                                  0.0 if mask == "zero" else -math.inf)
+            for name in ("scores", "weights", "mixed"):
+                self.assertEqual(core[name], cache[name], f"{where}: {name}")
+            grads, _ = attention_backward(params, x, cache, d_out)
+            d_mixed = matmul(d_out, transpose(params["Wo"]))
+            for name, d in zip(("Wq", "Wk", "Wv"), attention_core_backward(core, d_mixed)):
+                self.assertEqual(matmul(transpose(x), d), grads[name], f"{where}: d{name}")
 
         self.for_each_case(check)
 
