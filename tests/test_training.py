@@ -383,6 +383,8 @@ class Predict(MessageAssertions, unittest.TestCase):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),
                 ("Mia has a red ball. the ball is", ValueError, "got 'M' at position 0"),
+                ("look, Mia has a red Ball. the ball is", ValueError, "got 'M' at position 6"),
+                ("Look, Ivan has a ball. the ball is", ValueError, "got 'L' at position 0"),
                 ("mia has a red ball. the ball is red.", ValueError,
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),

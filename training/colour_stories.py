@@ -637,10 +637,10 @@ def check_story(text):
     character outside ALPHABET or a text that does not end with its question (" is")."""
     if not isinstance(text, str):
         raise TypeError(f"a story must be a str, got {type(text).__name__}")
-    outside = sorted(set(text) - set(ALPHABET))
-    if outside:
+    position = next((n for n, ch in enumerate(text) if ch not in ALPHABET), None)
+    if position is not None:
         raise ValueError(f"a story may hold lower-case letters, spaces and {ALPHABET[1:6]!r}, got "
-                         f"{outside[0]!r} at position {text.index(outside[0])}")
+                         f"{text[position]!r} at position {position}")
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
                          f"one ending in {text[-20:]!r}")
