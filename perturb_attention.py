@@ -350,8 +350,11 @@ def _position_then_number(text):
 
 
 def _two_positions(text):
-    i, j = (integer(n) for n in text.split(","))
-    return i, j
+    """"3,2" -> (3, 2)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError(text)
+    return integer(parts[0]), integer(parts[1])
 
 
 # flag: (its text, what it changes, an example, the change its text makes); positions from 1

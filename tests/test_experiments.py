@@ -294,6 +294,8 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
                                                     "read source 2: its weight must be 0, got 0.5"),
                 (("--set-weights", "3=1,0"), "--set-weights 3=1,0: row 3 needs 3 weights"),
                 (("--set-weights", "3=1/0,0,1"), "--set-weights takes I=a,b,..."),
+                (("--block", "3"), "--block takes I,J such as 3,2, got '3' (see --help)"),
+                (("--block", "3,2,1"), "--block takes I,J such as 3,2, got '3,2,1' (see --help)"),
                 (("--bug", "columns"), "invalid choice: 'columns'")):
             with self.subTest(args=args):
                 self.assertOneLineError(run_script("perturb_attention.py", *args), fragment)
