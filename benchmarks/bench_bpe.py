@@ -123,8 +123,9 @@ def run(args, argv):
                  else "reference.corpus, its default seed")
     threads = os.environ.get("RAYON_NUM_THREADS")
     python = "VENV/bin/python" if args.rust else "python3"    # VENV: one that has tokenizers
-    report.say("command: " + (f"RAYON_NUM_THREADS={threads} " if threads else "")
-               + f"{python} bench_bpe.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    report.say("command: " + " ".join(([f"RAYON_NUM_THREADS={threads}"] if threads else [])
+                                      + [python, "-m", "benchmarks.bench_bpe"]
+                                      + (sys.argv[1:] if argv is None else argv)))
     report.say(f"corpus: {described}; Python {sys.version.split()[0]}")
     for size, vocab_size in sizes:
         text = source[:size]
