@@ -70,7 +70,8 @@ SCAFFOLD = '''"""Lab 06: one attention head, computed by hand. Fill in the three
 
 Rows are positions. allowed[i][j] is True when query i may attend to source j. The grader runs your
 file in a process of its own, at most CALL_LIMIT s a call, and these COUNT checks, in the order of
-the computation (rows and columns in its messages count from 1):
+the computation (rows and columns in its messages count from 1; a number is right when it lies
+within TOLERANCE of the grader's):
 
 CHECKS
 """
@@ -177,6 +178,7 @@ def scaffold(path):
     listed = [part for n, name in enumerate(names, 1)
               for part in wrapped(f"    {n:2}. {name}", indent=" " * 8)]
     text = (SCAFFOLD.replace("CALL_LIMIT", f"{CALL_LIMIT:g}").replace("COUNT", str(len(names)))
+            .replace("TOLERANCE", f"{TOLERANCE:.0e}".replace("e-0", "e-"))
             .replace("CHECKS", "\n".join(listed)))
     write_atomic(path, text)
     return f"wrote {path}: fill in matmul, masked_softmax and attention, then run --grade {path}"
@@ -893,7 +895,10 @@ def _all_parts(learner, args, when_raised=None):
 def drawn(seed):
     """What one grading draws afresh from seed, so that no file can know its inputs ahead: a
     product, a row for masked_softmax and two heads of shapes of their own, every number a
-    multiple of 1/2 (of 1/4 for the row) and every row of a mask with a source allowed."""
+    multiple of 1/2 (of 1/4 for the row) and every row of a mask with a source allowed. The
+    second head is larger than any other the grader asks about (9 to 12 queries, 7 to 12 sources,
+    6 to 8 wide) and its numbers reach ±12, so that a file right only on small heads or small
+    numbers fails it."""
     rng = random.Random(seed)
 
     def matrix(rows, columns, top=4):
@@ -909,9 +914,10 @@ def drawn(seed):
     width = rng.randint(2, 5)
     row = ([rng.randint(-8, 8) / 4 for _ in range(width)], mask(1, width)[0])
     heads = []
-    for _ in range(2):
-        T, S, d, d_v = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
-        heads.append((matrix(T, d), matrix(S, d), matrix(S, d_v), mask(T, S)))
+    for sizes, top in ((((1, 4), (2, 5), (1, 4), (1, 4)), 4),
+                       (((9, 12), (7, 12), (6, 8), (2, 8)), 24)):
+        T, S, d, d_v = (rng.randint(*size) for size in sizes)
+        heads.append((matrix(T, d, top), matrix(S, d, top), matrix(S, d_v, top), mask(T, S)))
     return {"product": (matrix(n, m), matrix(m, p)), "row": row, "heads": heads}
 
 
@@ -1058,7 +1064,11 @@ def lab_checks(seed=0):
         rejects("a mask of the wrong size", [
             ("2 rows for 3 queries", (q, k, v, [[True, False], [True, True]])),
             ("a row of 2 for 3 sources", (q, k, v, [[True, False, False], [True, True],
-                                                    [True, True, True]]))]),
+                                                    [True, True, True]])),
+            ("4 rows for 3 queries", (q, k, v, [[True, False, False], [True, True, False],
+                                                [True, True, True], [True, True, True]])),
+            ("a row of 4 for 3 sources", (q, k, v, [[True, False, False, False],
+                                                    [True, True, False], [True, True, True]]))]),
         rejects("a mask entry that is not a bool", (q, k, v, [[True, False, False],
                                                              [1, True, False],
                                                              [True, True, True]]), True),

@@ -120,6 +120,33 @@ MUTANTS = {
         "a head of 2 queries and 3 sources, then two heads drawn afresh: scores, masked_scores, "
         "weights and output: output row 1: expected a list of 3 numbers, got "
         "[1.3395230986533138, 1.3209538026933725]"),
+    "right only on heads of at most 8 queries": (
+        [(WEIGHTS, WEIGHTS + "\n    weights = [[w / 2 for w in row] if i >= 8 else row "
+                             "for i, row in enumerate(weights)]")],
+        "on a head of 12 queries and 8 sources, Q and K 7 wide, V 3 wide drawn afresh with seed "
+        "2026 (--seed 2026 draws it again): weights row 9, column 2: expected 1, got 0.5 (1/2)"),
+    "only the first six sources": (
+        [(WEIGHTS, "weights = [masked_softmax(row[:6], oks[:6]) + [0.0] * (len(row) - 6) "
+                   "for row, oks in zip(masked_scores, allowed)]")],
+        "drawn afresh with seed 2026 (--seed 2026 draws it again): weights row 1, column 3: "
+        "expected 3.518713618e-09, got 0.999731053"),
+    "the scale of a head at most 5 wide": (
+        [("d = len(Q[0])", "d = min(len(Q[0]), 5)")],
+        "drawn afresh with seed 2026 (--seed 2026 draws it again): scores row 1, column 1: "
+        "expected -11.81138978, got -13.97542486"),
+    "values below −3 made positive": (
+        [(OUTPUT, "output = matmul(weights, [[abs(x) if x < -3 else x for x in row] "
+                  "for row in V])")],
+        "drawn afresh with seed 2026 (--seed 2026 draws it again): output row 1, column 2: "
+        "expected -6.499999996, got 6.499999996"),
+    "a mask row longer than the sources accepted": (
+        [("any(len(row) != len(K) for row in allowed)",
+          "any(len(row) < len(K) for row in allowed)"),
+         ("    check(Q, K, V, allowed)\n    d = len(Q[0])",
+          "    check(Q, K, V, allowed)\n    allowed = [row[:len(K)] for row in allowed]\n"
+          "    d = len(Q[0])")],
+        "attention rejects a mask of the wrong size: expected ValueError for a mask of the wrong "
+        "size (a row of 4 for 3 sources), but it returned"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
