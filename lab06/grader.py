@@ -559,6 +559,8 @@ def score_mistakes(q, k, v):
 ZERO_FILL = "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight"
 FINITE_FILL = ("a blocked score stood in for by a finite number (such as −1e9), which wins once "
                "the allowed scores are lower still (right near −1e8, wrong near −1e10): use −∞")
+HIGH_FILL = ("blocked scores are set to 0.0, or to a finite number such as −10000, instead of −∞: "
+             "it wins over allowed scores lower than itself (wrong near −1e8 and near −1e10)")
 
 
 def masked_score_mistakes(scores, allowed):
@@ -863,7 +865,7 @@ def _fill_probe(learner):
         near_1e8 = _want(NEAR_MINUS_1E8)
         wrong_there_too = _part(learner, NEAR_MINUS_1E8, "weights", near_1e8["weights"], (),
                                 near_1e8["blocked"], 0.0)
-        return ZERO_FILL if wrong_there_too else FINITE_FILL
+        return HIGH_FILL if wrong_there_too else FINITE_FILL
 
     return _part(learner, NEAR_MINUS_1E10, "weights", want["weights"], mistake, want["blocked"],
                  0.0)

@@ -262,6 +262,13 @@ MUTANTS = {
         "weights when every score is near −1e10: a blocked source still gets none: weights row "
         "1, column 1: expected 1, got 0; this looks like: a blocked score stood in for by a "
         "finite number (such as −1e9), which wins once the allowed scores are lower still"),
+    "−10000 for a blocked score inside the softmax": (
+        [(SHIFT, "scores = [s if ok else -10000.0 for s, ok in zip(scores, allowed)]\n"
+                 "    top = max(scores)"),
+         (EXPS, "exps = [math.exp(s - top) for s in scores]")],
+        "weights when every score is near −1e10: a blocked source still gets none: weights row "
+        "1, column 1: expected 1, got 0; this looks like: blocked scores are set to 0.0, or to a "
+        "finite number such as −10000, instead of −∞"),
     "0.0 for a blocked score inside the softmax": (
         [(SHIFT, "scores = [s if ok else 0.0 for s, ok in zip(scores, allowed)]\n"
                  "    top = max(scores)"),
