@@ -45,8 +45,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import os
     import re
 
-    from common.cli import (NotANumber, check_outputs, decimal, guarded, integer, parse_trace_args,
-                            save_views, show, trace_parser)
+    from common.cli import (NotANumber, check_outputs, check_stdout, decimal, guarded, integer,
+                            parse_trace_args, save_views, show, trace_parser)
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
     from common.views import heatmaps_svg, number, panel, text_table
@@ -497,6 +497,8 @@ def _run(args):
     check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
                    ("--export", args.export, None)],
                   [("--head", args.head), ("--grade", args.grade)])
+    if args.scaffold is not None or args.grade is not None:
+        check_stdout()      # both print what they did: a closed output is said before doing it
     if args.scaffold is not None:
         from lab06 import grader as grade_lab06    # here: only these two flags need the grader
         show(grade_lab06.scaffold(args.scaffold) + "\n")

@@ -190,6 +190,17 @@ class Stopped(Exception):
     """The learner's process can answer no more; the message says why, in a few words."""
 
 
+def _fill_standard_descriptors():
+    """The null device on each of descriptors 0, 1 and 2 that is closed (`2>&-`): else a pipe
+    takes that number, and the warden, which points 0, 1 and 2 at the null device before the
+    learner's code runs, cuts the grader's channel."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)      # the lowest free number: fd itself
+
+
 class LearnerProcess:
     """The learner's file in a process of its own, asked one call at a time, below a warden process
     (runner.py --warden) that stops it and everything it started once this grading ends, however
@@ -203,6 +214,7 @@ class LearnerProcess:
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
         # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
         runner.prctl(runner.PR_SET_DUMPABLE, 0)
+        _fill_standard_descriptors()
         requests_in, requests_out = os.pipe()
         answers_in, answers_out = os.pipe()
         control_in, self.control = os.pipe()

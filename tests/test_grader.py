@@ -16,6 +16,7 @@ import os
 import re
 import select
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -451,6 +452,27 @@ def attacking_sources():
 # Started here, when the tests are collected: the processes run on the second core while the
 # modules before this one are tested.
 ATTACKS = start_grading(attacking_sources())
+
+
+def start_with_a_descriptor_closed():
+    """A correct file graded from the command line by a process started with its standard input
+    or its standard error closed (`<&-`, `2>&-`), each on a thread: {descriptor: future of the
+    CompletedProcess}; the file is removed when the tests end."""
+    folder = tempfile.mkdtemp()
+    path = write_sources(folder, {"tiny_attention": (LEARNER, {})})["tiny_attention"]
+    command = ("import os, sys; os.close({fd}); os.execv(sys.executable, [sys.executable, "
+               "'perturb_attention.py', '--grade', {path!r}])")
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    futures = {fd: pool.submit(subprocess.run, [sys.executable, "-c",
+                                                command.format(fd=fd, path=path)],
+                               cwd=HERE, stdout=subprocess.PIPE, text=True, timeout=60)
+               for fd in (0, 2)}
+    pool.shutdown(wait=False)
+    atexit.register(shutil.rmtree, folder, True)
+    return futures
+
+
+DESCRIPTOR_CLOSED = start_with_a_descriptor_closed()
 
 
 # A file that, as it is imported, writes a forged verdict into the grader's terminal through /proc
@@ -902,6 +924,24 @@ class Grader(MessageAssertions, unittest.TestCase):
             self.assertOneLineError(run_script("perturb_attention.py", "--grade", path, "--seed",
                                                "abc"), "--seed takes the number a grading's "
                                                        "report names, such as 721319, got 'abc'")
+
+    def test_a_grader_without_standard_input_or_error_grades_a_correct_file_right(self):
+        """Started with descriptor 0 or 2 closed, the grader's pipes once took that number and
+        the warden, pointing 0, 1 and 2 at the null device, cut them: a correct file failed."""
+        count = len(grade_lab06.lab_checks())
+        for fd, future in DESCRIPTOR_CLOSED.items():
+            done = future.result()
+            with self.subTest(closed=fd):
+                self.assertEqual(done.returncode, 0, done.stdout[-300:])
+                self.assertTrue(done.stdout.rstrip().endswith(f"{count} of {count} checks pass"))
+
+    def test_scaffold_and_grade_say_a_closed_output_before_doing_anything(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tiny_attention.py")
+            for flag in ("--scaffold", "--grade"):
+                done = run_script("perturb_attention.py", flag, path, stdout_closed=True)
+                self.assertOneLineError(done, "cannot print: standard output is closed")
+                self.assertFalse(os.path.exists(path), flag)
 
     def test_a_file_of_any_name_is_graded_and_a_missing_one_is_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
