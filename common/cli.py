@@ -81,7 +81,7 @@ class OneLineParser(argparse.ArgumentParser):
     message."""
 
     def error(self, message):
-        note(f"error: {message} (see --help)")
+        note(f"error: {one_line(message)} (see --help)")
         sys.exit(2)
 
 
@@ -221,8 +221,26 @@ def guarded(action):
 
 def fail(message):
     """Print one line to stderr, no traceback, and return the exit status 1."""
-    note(f"error: {message}")
+    note(f"error: {one_line(message)}")
     return 1
+
+
+MAX_MESSAGE = 1000      # characters of an error line: a message that quotes a huge input is cut
+
+
+LINE_BREAKS = {ord(ch): repr(ch)[1:-1] for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def one_line(message):
+    """message as one line of at most MAX_MESSAGE characters: a line break that came in a path or
+    a key (each that str.splitlines breaks at) is shown escaped, and a message that quotes a huge
+    input is cut.
+
+    >>> print(one_line("cannot write /tmp/a\\nb.svg"))
+    cannot write /tmp/a\\nb.svg
+    """
+    message = message.translate(LINE_BREAKS)
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 1] + "…"
 
 
 def interrupted():

@@ -527,6 +527,32 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
                            kv.attention_step, params, [0.1] * 4, {"k": [], "v": [], "seal": None})
 
 
+class AnErrorIsOneLineWhateverCame(MessageAssertions, unittest.TestCase):
+    """What a message quotes (a path, a key, a flag's text) may hold a line break or be huge; the
+    line stays one line, the break shown escaped, the line at most cli.MAX_MESSAGE long."""
+
+    def test_a_line_break_in_a_path_or_a_key_is_shown_escaped(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            head = os.path.join(tmp, "head.json")
+            with open(head, "w", encoding="utf-8") as f:
+                json.dump({"X\nPASS": [[1.0]], "WQ": [[1.0]], "WK": [[1.0]], "WV": [[1.0]]}, f)
+            for script, args, shown in [
+                    ("trace_attention.py", ["--svg", os.path.join(tmp, "no\u2028dir", "a.svg")],
+                     "no\\u2028dir"),
+                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "no\ndir", "a.svg")],
+                     "no\\ndir"),
+                    ("perturb_attention.py", ["--head", head], "X\\nPASS")]:
+                with self.subTest(script=script, args=args):
+                    self.assertOneLineError(run_script(script, *args), shown)
+
+    def test_a_huge_input_is_cut_in_the_error_line(self):
+        done = run_script("train_attention.py", "--story", "the ball is", "--block", "x" * 100_000)
+        self.assertOneLineError(done, "--block")
+        self.assertLessEqual(len(done.stderr.strip()),
+                             len("error: ") + cli.MAX_MESSAGE + len(" (see --help)"))
+        self.assertTrue(done.stderr.strip().endswith("… (see --help)"), done.stderr[-40:])
+
+
 class RecordedFilesAreNamedWhenBroken(MessageAssertions, unittest.TestCase):
 
     def test_a_broken_lesson_trace_is_refused_naming_the_file(self):
