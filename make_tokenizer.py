@@ -7,7 +7,7 @@ that gives exactly those ids: the words of a first reader ("mia has a red ball."
 cat."), each built from parts that already exist, frequent short pairs first. Any other ids the
 lesson does not quote are this reconstruction's own.
 
-    python3 make_tokenizer.py           rewrite tokenizer.json
+    python3 make_tokenizer.py           rewrite tokenizer.json (--write says the same)
     python3 make_tokenizer.py --check   fail unless tokenizer.json is what this script writes
 
 Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
@@ -78,8 +78,11 @@ def build():
 
 def main(argv=None):
     parser = OneLineParser(description="Write tokenizer.json, the lesson's tokenizer.")
-    parser.add_argument("--check", action="store_true",
-                        help="fail unless tokenizer.json is up to date")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true",
+                       help="rewrite tokenizer.json (what no option does too)")
+    group.add_argument("--check", action="store_true",
+                       help="fail unless tokenizer.json is up to date")
     args = parser.parse_args(argv)
     return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH,
                                           write=not args.check, check=args.check))

@@ -54,6 +54,17 @@ class LessonTokenizer(unittest.TestCase):
         done = run_script("make_tokenizer.py", "--check")
         self.assertEqual((done.returncode, done.stdout), (0, "tokenizer.json is up to date\n"))
 
+    def test_the_option_check_advises_is_one_it_has(self):
+        """--check on a folder without the file says to run with --write; --write writes it, and
+        --check then passes."""
+        with tempfile.TemporaryDirectory() as tmp:
+            done = run_script("make_tokenizer.py", "--check", folder=tmp)
+            self.assertIn("run with --write to record it", done.stderr)
+            self.assertEqual(run_script("make_tokenizer.py", "--write", folder=tmp).returncode, 0)
+            done = run_script("make_tokenizer.py", "--check", folder=tmp)
+            self.assertEqual((done.returncode, done.stdout), (0, "tokenizer.json is up to date\n"))
+        self.assertNotEqual(run_script("make_tokenizer.py", "--write", "--check").returncode, 0)
+
     def test_every_merge_uses_tokens_that_already_exist(self):
         tok = load_lesson()
         known = set(tok.alphabet)
