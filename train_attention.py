@@ -94,12 +94,30 @@ def _run_keeping_model(seed, steps):
     return measure(model, seed, steps), model_record(model, seed, steps)
 
 
+STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")   # Windows has no SIGHUP
+                 if hasattr(signal, name))     # run_seeds stops its workers on these as on Ctrl-C
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _worker_signals():
+    """A worker's signals: Ctrl-C is the main process's alone, and the terminate that stops a
+    worker ends it as the signal's default does."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stop in STOPPING:
+        signal.signal(stop, signal.SIG_DFL)
+
+
 def run_seeds(seeds, steps=STEPS, models=None):
     """The records of several seeds, trained side by side on every core, in the order of seeds;
     models, a dict when given, gets each seed's model_record. Ctrl-C is this process's alone: the
-    workers ignore it, and are stopped with the pool."""
+    workers ignore it, and are stopped with the pool; so are they when SIGTERM or SIGHUP ends this
+    process, which would otherwise leave them running."""
+    before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
     pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
-                               initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+                               initializer=_worker_signals)
     try:
         for seed, (record, model) in zip(seeds, pool.map(_run_keeping_model, seeds,
                                                          [steps] * len(seeds))):
@@ -112,6 +130,8 @@ def run_seeds(seeds, steps=STEPS, models=None):
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        for stop, handler in before.items():
+            signal.signal(stop, handler)
 
 
 def recorded_model():
