@@ -207,10 +207,10 @@ def main(argv=None):
     parser.add_argument("--story", metavar="TEXT",
                         help=f"a story ending with its question (\"… the ball is\") to answer, "
                              f"of at most {MAX_TOKENS} tokens")
-    parser.add_argument("--block", metavar="N[,M…]", type=_positions,
+    parser.add_argument("--block", metavar="N[,M…]", type=_positions, action="append",
                         help="with --story: the question may no longer read these tokens "
-                             "(from 1); the rest renormalised")
-    parser.add_argument("--ablate-value", metavar="N", type=integer,
+                             "(from 1); the rest renormalised; may be repeated")
+    parser.add_argument("--ablate-value", metavar="N", type=integer, action="append",
                         help="with --story: token N's value becomes zeros, nothing renormalised")
     parser.add_argument("--patch", metavar="CLEAN",
                         help="activation patching: the clean story, put into --into's")
@@ -224,6 +224,13 @@ def main(argv=None):
     parser.add_argument("--svg", metavar="FILE",
                         help="draw the recorded figure; with --patch, the patching heatmap")
     args = parser.parse_args(argv)
+    if args.block is not None:      # --block 7 --block 8 is --block 7,8
+        args.block = [n for positions in args.block for n in positions]
+    if args.ablate_value is not None:
+        if len(args.ablate_value) > 1:
+            parser.error(f"--ablate-value zeroes one token's value: give it once, got "
+                         f"{', '.join(map(str, args.ablate_value))}")
+        args.ablate_value = args.ablate_value[0]
     given = [f"--{name.replace('_', '-')}" for name in
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json

@@ -301,6 +301,13 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertEqual(list(json.loads(done.stdout))[:2], ["clean_answer", "corrupted_answer"])
         self.assertIn(f"wrote {path}", done.stderr)
 
+    def test_block_given_twice_blocks_both_as_one_list_does(self):
+        twice = run_script("train_attention.py", "--story", EXAMPLE, "--block", "4", "--block", "9")
+        once = run_script("train_attention.py", "--story", EXAMPLE, "--block", "4,9")
+        self.assertEqual((twice.returncode, twice.stderr), (0, ""))
+        self.assertEqual(twice.stdout, once.stdout)
+        self.assertEqual(twice.stdout.count("◀ blocked"), 2)
+
     def test_interventions_that_cannot_run_are_refused_with_one_line(self):
         for args, fragment, code in [
                 (["--block", "4"], "add --story TEXT", 2),
@@ -312,7 +319,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 (["--story", EXAMPLE, "--block", "17"], "block takes positions 1 to 16", 1),
                 (["--patch", EXAMPLE, "--into", "the ball is"], "the clean story has 16", 1),
                 (["--patch", EXAMPLE, "--into", EXAMPLE, "--block", "4"],
-                 "they do not go with --patch", 2)]:
+                 "they do not go with --patch", 2),
+                (["--story", EXAMPLE, "--ablate-value", "4", "--ablate-value", "9"],
+                 "--ablate-value zeroes one token's value: give it once, got 4, 9", 2)]:
             with self.subTest(args=args):
                 done = run_script("train_attention.py", *args)
                 self.assertOneLineError(done, fragment)
