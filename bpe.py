@@ -38,7 +38,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from collections import Counter, defaultdict
 
     from common.checks import NotANumber, check_callable, int_of, said
-    from common.cli import OneLineParser, check_outputs, guarded, integer, note, show
+    from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
+                            show)
     from common.golden import to_json
     from common.safe_io import check_output_path, read_text, write_atomic
 except KeyboardInterrupt:
@@ -532,6 +533,7 @@ def main(argv=None):
 
 def _run(args):
     if args.command == "train":
+        check_stdout()      # it says what it saved: a closed output is said before training
         check_outputs([("--out", args.out, None)], [("the training text", args.file)])
         text = read_text(args.file, limit=MAX_TRAINING_BYTES)   # as it is: CR and CRLF unchanged
         report = None

@@ -134,6 +134,8 @@ def save_views(views, say=None):
     """save_view for each of views, (path, text, own, recorded) each, a path of None skipped: all
     of them checked before the first is written."""
     views = [view for view in views if view[0] is not None]
+    if views and not say:
+        check_stdout()      # "wrote PATH" goes there: a closed output is said before writing
     for path, text, own, recorded in views:
         check_output_path(path, own)
         if own is not None and recorded is not None and _is_own(path, own) and \

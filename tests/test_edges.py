@@ -492,6 +492,23 @@ class CommandLinesRefuseBeforeTheyWrite(MessageAssertions, unittest.TestCase):
         done = run_script("make_tokenizer.py", "--check", stdout_closed=True)
         self.assertOneLineError(done, "standard output is closed")
 
+    def test_a_command_that_says_what_it_wrote_asks_before_writing(self):
+        """With standard output closed, a view or a trained tokenizer is not written: else the
+        file is there while the command says it failed (and --scaffold would then refuse)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            text = os.path.join(tmp, "text.txt")
+            with open(text, "w", encoding="utf-8") as f:
+                f.write("the cat sat on the mat\n")
+            for script, args in [
+                    ("trace_attention.py", ["--svg", os.path.join(tmp, "a.svg")]),
+                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "b.svg")]),
+                    ("bpe.py", ["train", text, "--vocab-size", "40", "--out",
+                                os.path.join(tmp, "t.json")])]:
+                with self.subTest(script=script):
+                    done = run_script(script, *args, stdout_closed=True)
+                    self.assertOneLineError(done, "cannot print: standard output is closed")
+            self.assertEqual(os.listdir(tmp), ["text.txt"])
+
 
 class LabHeadsAndFlags(MessageAssertions, unittest.TestCase):
     """The lab's command line with heads and files of every kind."""
