@@ -160,6 +160,11 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
 
 
+class TooManyDigits(ValueError, argparse.ArgumentTypeError):
+    """An integer flag of more digits than any limit takes: argparse says this message, not its
+    'invalid integer value', which reads as if it were no integer."""
+
+
 def integer(text):
     """An int flag's text: ASCII digits (at most 30), an optional sign. int() takes more (other
     scripts' digits, 1_000, spaces), which a help never shows. Raises ValueError.
@@ -168,6 +173,10 @@ def integer(text):
     -12
     """
     if not _INTEGER.fullmatch(text):
+        digits = text.lstrip("+-")
+        if digits.isascii() and digits.isdigit() and len(text) - len(digits) <= 1:
+            raise TooManyDigits(f"expected an integer of at most 30 digits, got one of "
+                                f"{len(digits)}")
         raise ValueError(f"expected an integer of ASCII digits such as 12, got {text!r}")
     return int(text)
 

@@ -376,6 +376,8 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                                                                       "range"),
                 ("perturb_attention.py", ("--set-weights", "3=1/\u0662,1/2,0"), "takes"),
                 ("train_attention.py", ("--steps", "1_000"), "invalid integer value: '1_000'"),
+                ("train_attention.py", ("--steps", "9" * 32),
+                 "--steps: expected an integer of at most 30 digits, got one of 32"),
                 ("train_attention.py", ("--seeds", "\u0661\u0660"), "invalid integer value"),
                 ("train_attention.py", ("--seeds", "100000"), "--seeds must be at most 1000"),
                 ("train_attention.py", ("--steps", "10000000"), "--steps must be at most"),
