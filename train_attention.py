@@ -115,9 +115,9 @@ def run_seeds(seeds, steps=STEPS, models=None):
     models, a dict when given, gets each seed's model_record. Ctrl-C is this process's alone: the
     workers ignore it, and are stopped with the pool; so are they when SIGTERM or SIGHUP ends this
     process, which would otherwise leave them running."""
-    before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
     pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
                                initializer=_worker_signals)
+    before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
     try:
         for seed, (record, model) in zip(seeds, pool.map(_run_keeping_model, seeds,
                                                          [steps] * len(seeds))):
