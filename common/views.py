@@ -41,19 +41,21 @@ HIGHLIGHT = "#d95f02"
 
 
 MAX_DENOMINATOR = 100  # a fraction with a larger denominator explains nothing at a glance
+LARGE = 1e16           # from here a view writes a number with an exponent, not as its digits
 TOLERANCE = 1e-9       # the lab's bound: a ratio of powers of 2, computed in floats, is ulps off
 
 
 def exact_fraction(x):
     """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within TOLERANCE
-    of, or None: what a view may show as exact.
+    of, or None: what a view may show as exact. A number of LARGE or more in size is None too:
+    every such float is a whole number, and its hundreds of digits explain nothing.
 
-    >>> exact_fraction(1 / 3), exact_fraction(2.0), exact_fraction(math.log(2))
-    (Fraction(1, 3), Fraction(2, 1), None)
+    >>> [exact_fraction(x) for x in (1 / 3, 2.0, math.log(2), 1e300)]
+    [Fraction(1, 3), Fraction(2, 1), None, None]
     """
     try:
-        if type(x) not in (float, int) or not math.isfinite(x):   # a bool or a subclass: None
-            return None
+        if type(x) not in (float, int) or not math.isfinite(x) or abs(x) >= LARGE:
+            return None                         # a bool or a subclass too
     except OverflowError:         # an int no float can hold
         return None
     fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
@@ -90,15 +92,18 @@ def token_labels(tokens):
 
 
 def number(value, decimals=4):
-    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000, not -0.0000.
+    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000 (not -0.0000),
+    and one of LARGE or more in size with an exponent (its decimals would be hundreds of digits).
 
-    >>> [number(0.51644), number(None), number(-1e-9)]
-    ['0.5164', '−∞', '0.0000']
+    >>> [number(0.51644), number(None), number(-1e-9), number(6.93e307)]
+    ['0.5164', '−∞', '0.0000', '6.9300e+307']
     """
     if value is None or value == -math.inf:
         return "−∞"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
         return f"an int of {value.bit_length()} bits"
+    if abs(value) >= LARGE:
+        return f"{value:.{decimals}e}"
     text = f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 

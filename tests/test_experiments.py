@@ -281,6 +281,14 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         self.assertIn("  a₃: [1/4, 1/4, 1/2] → [3/8, 1/8, 1/2]", table)
         self.assertIn("  Z: no row changed\n  z₃: [3, 0], unchanged", table)
 
+    def test_a_huge_number_is_shown_with_an_exponent_not_its_hundreds_of_digits(self):
+        for args in (("--scale-scores", "3=1e308"), ("--set-query", "3=1e150,1e150")):
+            with self.subTest(args=args):
+                done = run_script("perturb_attention.py", *args, "--table")
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertIsNone(re.search(r"[0-9]{20}", done.stdout), done.stdout[:300])
+                self.assertRegex(done.stdout, r"6\.9315e\+(307|149)")
+
     def test_each_bad_optional_flag_is_one_line(self):
         for args, fragment in (
                 (("--values", "2,0/2,0"),
