@@ -141,10 +141,16 @@ def run(head=HEAD, changes=()):
     change that none of this module's change builders made."""
     changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
-    for change in changes:
-        if _stage(change) == "inputs":
-            change(q, k, v, allowed)
-    head = attention(q, k, v, allowed)
+    inputs = [change for change in changes if _stage(change) == "inputs"]
+    for change in inputs:
+        change(q, k, v, allowed)
+    try:
+        head = attention(q, k, v, allowed)
+    except ValueError as e:     # a change made a number beyond float range: say which changes
+        if not inputs:
+            raise
+        raise ValueError(f"after {'; '.join(change.description for change in inputs)}: {e} "
+                         f"(indices from 0)") from None
     scores, masked_scores, weights, output = (head[name] for name in
                                               ("scores", "masked_scores", "weights", "output"))
     score_changes = [change for change in changes if _stage(change) == "scores"]

@@ -303,6 +303,9 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
                 (("--set-weights", "3=1,0"), "--set-weights 3=1,0: row 3 needs 3 weights"),
                 (("--set-weights", "3=1/0,0,1"), "--set-weights takes I=a,b,..."),
                 (("--block", "3"), "--block takes I,J such as 3,2, got '3' (see --help)"),
+                (("--scale-key", "3=1e300", "--scale-key", "3=1e300"),
+                 "after k₃ := 1e+300·k₃; k₃ := 1e+300·k₃: k[2][0] must be a finite number, got "
+                 "inf (indices from 0)"),
                 (("--block", "3,2,1"), "--block takes I,J such as 3,2, got '3,2,1' (see --help)"),
                 (("--bug", "columns"), "invalid choice: 'columns'")):
             with self.subTest(args=args):
