@@ -16,6 +16,7 @@
 """
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -78,9 +79,23 @@ class Report:
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
-    message."""
+    message; an option it does not know is named before a required one it misses, with the
+    nearest it knows ("--vocab-sise": did you mean --vocab-size?)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given_args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
+        unknown = [arg.split("=", 1)[0] for arg in getattr(self, "_given_args", [])
+                   if arg.startswith("--") and not any(
+                       option.startswith(arg.split("=", 1)[0])
+                       for option in self._option_string_actions)]
+        if unknown and message.startswith(("the following arguments are required",
+                                           "unrecognized arguments")):
+            near = difflib.get_close_matches(unknown[0], self._option_string_actions, 1)
+            message = (f"unrecognized arguments: {' '.join(unknown)}"
+                       + (f" (did you mean {near[0]}?)" if near else ""))
         note(f"error: {one_line(message)} (see --help)")
         sys.exit(2)
 

@@ -473,6 +473,20 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
     """The explorer's public names check what they take and the rest is underscored; a bad
     argument of a command line exits 2 (the parser's), a bad file or value 1, one line each."""
 
+    def test_a_mistyped_option_is_named_with_the_nearest_one_before_a_missing_one(self):
+        for script, args, message in [
+                ("bpe.py", ["train", "README.md", "--vocab-sise", "300", "--out", "x.json"],
+                 "unrecognized arguments: --vocab-sise (did you mean --vocab-size?)"),
+                ("train_attention.py", ["--stepz", "3"],
+                 "unrecognized arguments: --stepz (did you mean --steps?)"),
+                ("trace_attention.py", ["--zzz"], "unrecognized arguments: --zzz (see --help)"),
+                ("bpe.py", ["train", "README.md", "--out", "x.json"],
+                 "the following arguments are required: --vocab-size")]:
+            with self.subTest(args=args):
+                done = run_script(script, *args)
+                self.assertOneLineError(done, message)
+                self.assertEqual(done.returncode, 2)
+
     def test_the_explorer_page_checks_its_public_doors_and_keeps_the_rest_private(self):
         public = {name for name, value in vars(explorer).items() if callable(value) and
                   getattr(value, "__module__", "") == explorer.__name__ and
