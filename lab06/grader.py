@@ -649,8 +649,8 @@ def weight_mistakes(q, k, v, allowed):
          lambda: weights(allowed=causal_mask(len(q)))),
         (f"the scale is applied after the softmax: divide the scores by √{d} before it, not the "
          f"weights", lambda: [[w / math.sqrt(d) for w in row] for row in weights(scaled(d ** .5))]),
-    ] + [(mistake, lambda by=by: weights(scaled(math.sqrt(d) / by)))
-         for mistake, by in _scales(q, k, v)]
+    ] + [(f"the softmax is not taken of the scores returned: {mistake}",   # they passed first
+          lambda by=by: weights(scaled(math.sqrt(d) / by))) for mistake, by in _scales(q, k, v)]
 
 
 def output_mistakes(weights, k, v):

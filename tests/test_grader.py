@@ -148,6 +148,12 @@ MUTANTS = {
           "    d = len(Q[0])")],
         "attention rejects a mask of the wrong size: expected ValueError for a mask of the wrong "
         "size (a row of 4 for 3 sources), but it returned"),
+    "the softmax of the scores before their scale": (
+        [(WEIGHTS, "weights = [masked_softmax([s * math.sqrt(d) for s in row], oks) "
+                   "for row, oks in zip(masked_scores, allowed)]")],
+        "baseline weights: rows sum to 1, exactly 0.0 where blocked: weights row 2, column 1: "
+        "expected 0.3333333333 (1/3), got 0.2728405654; this looks like: the softmax is not "
+        "taken of the scores returned: the scores are not scaled"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
