@@ -774,8 +774,10 @@ def _edited(reply, names):
 def _on_the_lab_head(reply):
     """The hint when attention raises on the lab's own head, which is valid."""
     if reply.kind == "ValueError":
-        return ("the lab's head is valid input: is a check wrong, or the mask's polarity "
-                "inverted (allowed[i][j] True means query i MAY read source j)?")
+        T, d = len(lab06.X), len(lab06.WQ[0])
+        return (f"the lab's head is valid input: is a check wrong, K not transposed (Q·Kᵀ: Q is "
+                f"({T}, {d}) and Kᵀ ({d}, {T}); Q·K does not fit), or the mask's polarity "
+                f"inverted (allowed[i][j] True means query i MAY read source j)?")
     if reply.error == "ZeroDivisionError":
         return ("a row's sum of exponentials is 0: does the mask block every source of a row "
                 "(its polarity inverted?), or exp underflow for every allowed score?")

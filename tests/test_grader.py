@@ -154,6 +154,11 @@ MUTANTS = {
         "baseline weights: rows sum to 1, exactly 0.0 where blocked: weights row 2, column 1: "
         "expected 0.3333333333 (1/3), got 0.2728405654; this looks like: the softmax is not "
         "taken of the scores returned: the scores are not scaled"),
+    "K not transposed": (
+        [("matmul(Q, [list(c) for c in zip(*K)])", "matmul(Q, K)")],
+        "baseline scores = Q·Kᵀ/√2, before the mask: attention raised ValueError: matmul: the "
+        "inner sizes differ (line 8); this looks like: the lab's head is valid input: is a check "
+        "wrong, K not transposed (Q·Kᵀ: Q is (3, 2) and Kᵀ (2, 3); Q·K does not fit)"),
     "polarity inverted": (
         [(MASKED, "masked_scores = [[-math.inf if ok else s for s, ok in zip(row, oks)]")],
         "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
