@@ -79,25 +79,45 @@ class Report:
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
-    message; an option it does not know is named before a required one it misses, with the
-    nearest it knows ("--vocab-sise": did you mean --vocab-size?)."""
+    message. An option it does not know is named before a required one it misses, and an unknown
+    option gets the nearest it knows ("--vocab-sise": did you mean --vocab-size?)."""
 
     def parse_known_args(self, args=None, namespace=None):
         self._given_args = sys.argv[1:] if args is None else list(args)
         return super().parse_known_args(args, namespace)
 
     def error(self, message):
-        unknown = [arg.split("=", 1)[0] for arg in getattr(self, "_given_args", [])
-                   if arg.startswith("--") and not any(
-                       option.startswith(arg.split("=", 1)[0])
-                       for option in self._option_string_actions)]
-        if unknown and message.startswith(("the following arguments are required",
-                                           "unrecognized arguments")):
-            near = difflib.get_close_matches(unknown[0], self._option_string_actions, 1)
-            message = (f"unrecognized arguments: {' '.join(unknown)}"
-                       + (f" (did you mean {near[0]}?)" if near else ""))
+        if message.startswith("the following arguments are required"):
+            unknown = self._unknown_options()
+            if unknown:             # the typo is why the required one seems missing
+                message = f"unrecognized arguments: {' '.join(unknown)}"
+        if message.startswith("unrecognized arguments: -"):
+            message += self._nearest(message.split()[2].split("=", 1)[0])
         note(f"error: {one_line(message)} (see --help)")
         sys.exit(2)
+
+    def _options(self):
+        """Every option string of this parser and of its subcommands' parsers."""
+        options = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for parser in action.choices.values():
+                    options += parser._option_string_actions
+        return options
+
+    def _unknown_options(self):
+        """The words before "--" given as options (a dash, then no digit) that are no option of
+        this parser nor the start of one."""
+        given = getattr(self, "_given_args", [])
+        given = given[:given.index("--")] if "--" in given else given
+        return [word.split("=", 1)[0] for word in given
+                if word.startswith("-") and word != "-" and not word[1:2].isdigit()
+                and not any(option.startswith(word.split("=", 1)[0])
+                            for option in self._option_string_actions)]
+
+    def _nearest(self, word):
+        near = difflib.get_close_matches(word, self._options(), 1)
+        return f" (did you mean {near[0]}?)" if near else ""
 
 
 def trace_parser(description, path):

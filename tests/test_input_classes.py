@@ -477,9 +477,20 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
         for script, args, message in [
                 ("bpe.py", ["train", "README.md", "--vocab-sise", "300", "--out", "x.json"],
                  "unrecognized arguments: --vocab-sise (did you mean --vocab-size?)"),
+                ("bpe.py", ["train", "README.md", "-vocab-size", "300", "--out", "x.json"],
+                 "unrecognized arguments: -vocab-size (did you mean --vocab-size?)"),
+                ("bpe.py", ["encode", "hi", "--tokenizer", "t.json", "--tokeniser", "x"],
+                 "unrecognized arguments: --tokeniser x (did you mean --tokenizer?)"),
                 ("train_attention.py", ["--stepz", "3"],
-                 "unrecognized arguments: --stepz (did you mean --steps?)"),
+                 "unrecognized arguments: --stepz 3 (did you mean --steps?)"),
                 ("trace_attention.py", ["--zzz"], "unrecognized arguments: --zzz (see --help)"),
+                # a subcommand's own options are known, and what follows "--" is no option
+                ("bpe.py", ["train", "README.md", "--vocab-size", "300", "--out", "x.json",
+                            "extra"], "error: unrecognized arguments: extra (see --help)"),
+                ("bpe.py", ["encode", "a", "b", "--tokenizer", "t.json"],
+                 "error: unrecognized arguments: b (see --help)"),
+                ("bpe.py", ["train", "--out", "x.json", "--", "--notes.md"],
+                 "the following arguments are required: --vocab-size"),
                 ("bpe.py", ["train", "README.md", "--out", "x.json"],
                  "the following arguments are required: --vocab-size")]:
             with self.subTest(args=args):
