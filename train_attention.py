@@ -48,6 +48,7 @@ import sys
 
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
     import argparse
+    import contextlib
     import json
     import os
     import signal
@@ -104,10 +105,27 @@ def _interrupt(signum, frame):
 
 def _worker_signals():
     """A worker's signals: Ctrl-C is the main process's alone, and the terminate that stops a
-    worker ends it as the signal's default does."""
+    worker ends it as the signal's default does (held no longer: it was forked while they were)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stop in STOPPING:
         signal.signal(stop, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, *STOPPING))
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP held back until the block ends, where the system can: a pool
+    stopped while it starts its thread and workers cannot be shut down cleanly."""
+    held = (signal.SIGINT, *STOPPING)
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def run_seeds(seeds, steps=STEPS, models=None):
@@ -119,14 +137,18 @@ def run_seeds(seeds, steps=STEPS, models=None):
                                initializer=_worker_signals)
     before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
     try:
-        for seed, (record, model) in zip(seeds, pool.map(_run_keeping_model, seeds,
-                                                         [steps] * len(seeds))):
+        with _signals_held():       # a signal now waits until the pool has started whole
+            results = pool.map(_run_keeping_model, seeds, [steps] * len(seeds))
+        for seed, (record, model) in zip(seeds, results):
             if models is not None:
                 models[seed] = model
             yield record
     except BaseException:       # Ctrl-C or an error: the seeds under way are stopped, not awaited
         for process in getattr(pool, "_processes", {}).values():  # no public way before 3.14
             process.terminate()
+        # the pool's own thread must end before the interpreter does: else its exit hook can
+        # write to a pipe that thread is closing, and print a traceback after the error line
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
