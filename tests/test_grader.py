@@ -650,6 +650,21 @@ class Grader(MessageAssertions, unittest.TestCase):
         self.assertIn("FAIL  attention leaves Q, K, V and allowed as they were: the inputs were "
                       "edited in place", "\n".join(lines))
 
+    def test_the_readme_states_the_large_drawn_heads_range_and_the_tolerance(self):
+        with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        said = re.search(r"\((\d+) to (\d+) queries, (\d+) to (\d+) sources, (\d+) to (\d+) "
+                         r"wide\) with numbers up to ±(\d+)", text)
+        self.assertIsNotNone(said, "lab06/README.md no longer states the large drawn head")
+        heads = [grade_lab06.drawn(seed)["heads"][1] for seed in range(200)]
+        T, S, d = ([len(q) for q, _, _, _ in heads], [len(k) for _, k, _, _ in heads],
+                   [len(q[0]) for q, _, _, _ in heads])
+        top = max(abs(x) for head in heads for m in head[:3] for row in m for x in row)
+        self.assertEqual(tuple(map(int, said.groups())),
+                         (min(T), max(T), min(S), max(S), min(d), max(d), top))
+        tolerance = f"{grade_lab06.TOLERANCE:.0e}".replace("e-0", "e-")
+        self.assertIn(f"A number is right when it lies within {tolerance} of the grader's", text)
+
     def test_the_readme_counts_the_checks_the_grader_runs(self):
         with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             said = re.search(r"The grader runs the (\d+) checks the scaffold lists", f.read())
