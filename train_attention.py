@@ -97,6 +97,7 @@ def _run_keeping_model(seed, steps):
 
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")   # Windows has no SIGHUP
                  if hasattr(signal, name))     # run_seeds stops its workers on these as on Ctrl-C
+HELD = (signal.SIGINT, *STOPPING)       # held while the pool starts (where the system can)
 
 
 def _interrupt(signum, frame):
@@ -110,22 +111,21 @@ def _worker_signals():
     for stop in STOPPING:
         signal.signal(stop, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, *STOPPING))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
 
 
 @contextlib.contextmanager
 def _signals_held():
     """Ctrl-C, SIGTERM and SIGHUP held back until the block ends, where the system can: a pool
     stopped while it starts its thread and workers cannot be shut down cleanly."""
-    held = (signal.SIGINT, *STOPPING)
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
 
 
 def run_seeds(seeds, steps=STEPS, models=None):

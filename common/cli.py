@@ -99,7 +99,7 @@ class OneLineParser(argparse.ArgumentParser):
     def _options(self):
         """Every option string of this parser and of its subcommands' parsers."""
         options = list(self._option_string_actions)
-        for action in self._actions:
+        for action in self._actions:     # argparse names no public type for a subcommand list
             if isinstance(action, argparse._SubParsersAction):
                 for parser in action.choices.values():
                     options += parser._option_string_actions

@@ -41,6 +41,7 @@ procedure alone).
 import json
 import math
 import os
+import re
 from fractions import Fraction
 from math import fsum
 
@@ -149,8 +150,9 @@ def run(head=HEAD, changes=()):
     except ValueError as e:     # a change made a number beyond float range: say which changes
         if not inputs:
             raise
-        raise ValueError(f"after {'; '.join(change.description for change in inputs)}: {e} "
-                         f"(indices from 0)") from None
+        indexed = re.search(r"\[\d+\]", str(e))      # the door's k[2][0] counts from 0
+        raise ValueError(f"after {'; '.join(change.description for change in inputs)}: {e}"
+                         + (" (indices from 0)" if indexed else "")) from None
     scores, masked_scores, weights, output = (head[name] for name in
                                               ("scores", "masked_scores", "weights", "output"))
     score_changes = [change for change in changes if _stage(change) == "scores"]

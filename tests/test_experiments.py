@@ -306,6 +306,10 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
                 (("--scale-key", "3=1e300", "--scale-key", "3=1e300"),
                  "after k₃ := 1e+300·k₃; k₃ := 1e+300·k₃: k[2][0] must be a finite number, got "
                  "inf (indices from 0)"),
+                (("--scale-key", "3=1e200", "--set-query", "3=1e200,1e200"),   # no index in it
+                 "after k₃ := 1e+200·k₃; q₃ := [1e+200, 1e+200]: matmul (3, 2)·(2, 3) could "
+                 "overflow: a sum of 2 products of entries up to 1e+200 and 9.8e+199 can pass "
+                 "1.8e+308; the numbers are too large for floats\n"),
                 (("--block", "3,2,1"), "--block takes I,J such as 3,2, got '3,2,1' (see --help)"),
                 (("--bug", "columns"), "invalid choice: 'columns'")):
             with self.subTest(args=args):

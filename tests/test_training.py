@@ -23,23 +23,10 @@ from common.gradcheck import central_differences, max_err
 from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, recorded_seed_stories, run_script)
 from bpe import chunks
+from lab06.runner import descendants
 from training import colour_stories as cs
 from training import story_words
 from training.recorded_model import read_model
-
-def children(pid):
-    """The pids whose parent is pid, from /proc; [] where there is no /proc."""
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if entry.isdigit() and int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
 
 def running(pid):
     """Whether pid is a process that has not ended (a zombie has)."""
@@ -60,9 +47,9 @@ def stopped_by(stop):
                                     "--steps", "100000"], cwd=HERE, stdout=subprocess.DEVNULL,
                                    stderr=err)
         bound = time.monotonic() + 60
-        while len(children(process.pid)) < 2 and time.monotonic() < bound:
+        while len(descendants(process.pid)) < 2 and time.monotonic() < bound:
             time.sleep(0.02)
-        workers = children(process.pid)
+        workers = descendants(process.pid)
         process.send_signal(stop)
         process.wait(timeout=60)
         bound = time.monotonic() + 60
