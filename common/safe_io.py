@@ -7,7 +7,7 @@
     check_output_path(path, own, others)  refuse an empty path, the project's own files (but the
                                       view own, which the command asking writes itself) and any
                                       other file the command reads or writes
-    project_files()                   the project's files: `git ls-files`, or the tree
+    project_files()                   the project's files, as PROJECT_FILES lists them
 
 Every file the project reads goes through read_text, and every recorded file, saved tokenizer, SVG
 and benchmark record through write_atomic. A write that was killed (SIGKILL, a power cut) leaves
@@ -21,27 +21,11 @@ import hashlib
 import os
 import signal
 import stat
-import subprocess
 import tempfile
 
 MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the project folder
-
-
-def project_files(root=None):
-    """The project's own files, as paths relative to root (the project folder): what `git ls-files`
-    lists in a checkout, else every file under root (a download without its history). The tree
-    is the list: nothing here is typed by hand."""
-    root = root or HERE
-    tracked = _tracked(root) if os.path.isdir(os.path.join(root, ".git")) else None
-    if tracked is not None:
-        return set(tracked)
-    found = set()
-    for folder, subfolders, names in os.walk(root):
-        subfolders[:] = [name for name in subfolders if name not in (".git", "__pycache__")]
-        found.update(os.path.relpath(os.path.join(folder, name), root) for name in names
-                     if not name.startswith(".tmp-"))
-    return found
+PROJECT_FILES = os.path.join("common", "project-files.txt")    # from HERE; a download has no git
 
 
 def read_text(path, limit=MAX_RECORDED_BYTES):
@@ -64,20 +48,6 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
                          f"{data[e.start]:#04x}") from None
 
 
-@functools.lru_cache(maxsize=None)
-def _tracked(root):
-    """What `git ls-files` lists in root, once a process, or None when git cannot say."""
-    try:
-        done = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
-                              timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return frozenset(os.path.normpath(name) for name in os.fsdecode(done.stdout).split("\0")
-                     if name)
-
-
 def _check_path(path, what=""):
     """Raise TypeError unless path is a file name, a str or an os.PathLike (pathlib.Path), and
     ValueError when it is empty or holds a NUL, which no file name can."""
@@ -87,6 +57,25 @@ def _check_path(path, what=""):
         raise ValueError(f"the {what}path is empty: expected a file name")
     if "\0" in os.fspath(path):
         raise ValueError(f"a file name cannot hold a NUL character, got {os.fspath(path)!r:.60}")
+
+
+def project_files(root=None):
+    """The project's own files, as paths relative to root (the project folder): the list that
+    travels with the project, PROJECT_FILES, which `python3 -m common.shipped --write` writes
+    from `git ls-files`. Everything else in the folder is the learner's. Raises ValueError when
+    the list is missing, for then nothing says which files are the project's."""
+    path = os.path.join(root or HERE, PROJECT_FILES)
+    try:
+        return _listed(read_text(path))
+    except FileNotFoundError:
+        raise ValueError(f"{PROJECT_FILES} is missing: it lists the project's own files; "
+                         f"download the folder again") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _listed(text):
+    """The paths of a list of files, one a line, each in this system's spelling."""
+    return frozenset(os.path.normpath(line) for line in text.splitlines() if line)
 
 
 def check_output_path(path, own=None, others=()):

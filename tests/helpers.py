@@ -74,16 +74,26 @@ def question_row_and_its_gradient(test, row, out, full, d_logits, U):
     return [[0.0] * width for _ in full["out"][:-1]] + matmul([d_logits], transpose(U))
 
 
+def shipped(end=""):
+    """The project's own files whose path ends with end, sorted, as paths from the project folder:
+    the list that travels with the project, so that no file of the learner's ever counts."""
+    from common.safe_io import project_files
+    return sorted(name for name in project_files(HERE) if name.endswith(end))
+
+
 @contextlib.contextmanager
 def folder_copy(*names):
-    """A temporary folder holding copies of names (paths relative to this folder), which
-    safe_io.HERE points to while it is open: were the protection of shipped files to fail, only
-    the copies would be overwritten."""
+    """A temporary folder holding copies of names (paths relative to this folder) and the list of
+    them as its project's files, which safe_io.HERE points to while it is open: were the
+    protection of shipped files to fail, only the copies would be overwritten."""
     from common import safe_io
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
             shutil.copy(os.path.join(HERE, name), os.path.join(tmp, name))
+        os.makedirs(os.path.join(tmp, os.path.dirname(safe_io.PROJECT_FILES)), exist_ok=True)
+        with open(os.path.join(tmp, safe_io.PROJECT_FILES), "w", encoding="utf-8") as f:
+            f.write("".join(f"{name}\n" for name in (*names, safe_io.PROJECT_FILES)))
         saved = safe_io.HERE
         safe_io.HERE = tmp
         try:

@@ -1,6 +1,7 @@
 """Every docstring example in the tree is a test: an example that never runs goes wrong unseen.
 
-The modules are found in the tree (every .py file whose text holds an example), not listed by hand.
+The modules are found in the tree (every .py file the project ships whose text holds an example),
+not listed by hand.
 """
 
 import doctest
@@ -8,21 +9,18 @@ import importlib
 import os
 import unittest
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
+from tests.helpers import HERE, shipped
 
 
 def modules_with_examples():
-    """The dotted names of the tree's modules whose source holds a `>>> ` example."""
+    """The dotted names of the shipped modules whose source holds a `>>> ` example."""
     found = []
-    for folder, subfolders, names in os.walk(HERE):
-        subfolders[:] = sorted(n for n in subfolders if not n.startswith((".", "__")))
-        for name in sorted(names):
-            path = os.path.join(folder, name)
-            if name.endswith(".py") and not name.startswith("test_"):
-                with open(path, encoding="utf-8") as f:
-                    if ">>> " in f.read():
-                        parts = os.path.relpath(path, HERE)[:-3].split(os.sep)
-                        found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for name in shipped(".py"):
+        if not os.path.basename(name).startswith("test_"):
+            with open(os.path.join(HERE, name), encoding="utf-8") as f:
+                if ">>> " in f.read():
+                    parts = name[:-3].split(os.sep)
+                    found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return found
 
 

@@ -1,8 +1,9 @@
 """The tree's layout holds: no import cycle at any depth, scripts depend downward, the labs never
 use each other, the lesson's command never loads Lab 06, every line fits beside the lesson.
 
-A module is every .py file of the tree, named as Python imports it (lab06.lab, common.checks),
-but a learner's Lab 06 file, which Part 3 writes in the top folder.
+A module is every .py file the project ships (common/project-files.txt), named as Python imports
+it (lab06.lab, common.checks): a learner's files (their tiny_attention.py, a scratch.py, a venv/)
+are theirs, and no test of the layout looks at them.
 A command line (a top-level file that runs as a script) or a benchmark is run, never imported:
 tests run it with tests.helpers.run_script or a subprocess. The one exception is the lesson's own:
 test_attention.py and the tests beside it use trace_attention's names (`trace`, `readout`,
@@ -17,33 +18,16 @@ import sys
 import tempfile
 import unittest
 
-from lab06.grader import SCAFFOLD
-from tests.helpers import run_script
-
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
-
-
-SCAFFOLDED = SCAFFOLD.splitlines()[0]     # a learner's Lab 06 file starts so, wherever it lies
-
-
-def _learners(path):
-    """Whether path is a learner's file --scaffold wrote (Lab 06 Part 3 writes it in the top
-    folder): the learner's, not the tree's."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.readline().rstrip("\n") == SCAFFOLDED
+from tests.helpers import HERE, run_script, shipped
 
 
 def _modules():
-    """{dotted name: path} of every .py file of the tree (a package's __init__ under its name),
-    but a learner's."""
+    """{dotted name: path} of every .py file the project ships (a package's __init__ under its
+    name)."""
     found = {}
-    for folder, subfolders, names in os.walk(HERE):
-        subfolders[:] = sorted(n for n in subfolders if not n.startswith((".", "__")))
-        for name in names:
-            if name.endswith(".py") and not _learners(os.path.join(folder, name)):
-                parts = os.path.relpath(os.path.join(folder, name), HERE)[:-3].split(os.sep)
-                found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = \
-                    os.path.join(folder, name)
+    for name in shipped(".py"):
+        parts = name[:-3].split(os.sep)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(HERE, name)
     return found
 
 
@@ -158,9 +142,8 @@ class Layout(unittest.TestCase):
         self.assertLessEqual(len(readme.splitlines()), 200, "the top README is over 200 lines")
         start = readme.index("## The folders")
         folder_map = readme[start:readme.index("\n#", start + 1)]
-        folders = sorted(name for name in os.listdir(HERE)
-                         if os.path.isdir(os.path.join(HERE, name))
-                         and not name.startswith((".", "__")))
+        folders = sorted({name.split(os.sep)[0] for name in shipped() if os.sep in name
+                          and not name.startswith(".")})
         self.assertTrue(folders)
         for folder in folders:
             self.assertIn(f"]({folder}/README.md)", folder_map,
@@ -177,13 +160,6 @@ class Layout(unittest.TestCase):
                 with self.subTest(door=door):
                     done = run_script(door, "--check", cwd=tmp)
                     self.assertEqual(done.returncode, 0, done.stderr)
-
-    def test_a_file_the_scaffold_writes_is_the_learners_and_no_module_of_the_tree(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "tiny_attention.py")
-            self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
-            self.assertTrue(_learners(path))
-        self.assertFalse(_learners(os.path.join(HERE, "lab06", "grader.py")))   # it holds it
 
     def test_every_line_of_python_fits_in_100_characters(self):
         """The reader has the lesson in the other half of the screen (STYLE.md)."""

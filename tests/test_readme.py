@@ -3,7 +3,6 @@ example in one runs and prints what it shows, and every function one points to e
 reads the README where its text lives: the top folder's, or a folder's (lab06/, training/, ...)."""
 
 import doctest
-import glob
 import importlib
 import json
 import os
@@ -15,12 +14,12 @@ from fractions import Fraction
 
 import bpe
 from common import views
-from tests.helpers import run_main
+from tests.helpers import run_main, shipped
 from training import colour_stories
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
-BENCH_RECORDS = sorted(os.path.relpath(path, HERE) for path in        # the tree is the list
-                       glob.glob(os.path.join(HERE, "benchmarks", "bench-*.txt")))
+BENCH_RECORDS = [name for name in shipped(".txt")                   # the tree is the list
+                 if name.startswith(os.path.join("benchmarks", "bench-"))]
 
 
 def read(name):
@@ -31,8 +30,7 @@ def read(name):
 def readme_names():
     """README.md and every folder's README.md, as paths from the project folder: the tree is the
     list, none typed by hand."""
-    return ["README.md"] + sorted(os.path.relpath(path, HERE)
-                                  for path in glob.glob(os.path.join(HERE, "*", "README.md")))
+    return [name for name in shipped("README.md") if name.count(os.sep) <= 1]
 
 
 def score_row(row):

@@ -6,7 +6,6 @@ the tree is read, none listed by hand. A `…` in a README stands for text left 
 match in order."""
 
 import copy
-import glob
 import math
 import os
 import re
@@ -20,14 +19,13 @@ import bpe
 from kv_cache import step as kv_cache
 from lab06 import head as lab06_head
 from lab06 import lab as lab06
-from tests.helpers import HERE, folder_copy, run_main, run_script
+from tests.helpers import HERE, folder_copy, run_main, run_script, shipped
 import trace_attention as ta
 
 READMES = {}       # path from the project folder: text, for README.md and every folder's README.md
-for path in [os.path.join(HERE, "README.md")] + sorted(glob.glob(os.path.join(HERE, "*",
-                                                                             "README.md"))):
-    with open(path, encoding="utf-8") as f:
-        READMES[os.path.relpath(path, HERE)] = f.read()
+for name in shipped("README.md"):
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        READMES[name] = f.read()
 
 
 def table(header):

@@ -1,0 +1,74 @@
+"""The learner's folder is the learner's: the project knows its own files from the list it ships
+(common/project-files.txt), so that in a download (no git) or a clone, the learner's outputs,
+scratch files and folders are theirs to write again and again, and a Windows clone (CRLF line
+endings) checks its recorded files by their text."""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+from common import golden, safe_io, shipped
+from tests.helpers import HERE, MessageAssertions, folder_copy, run_main, run_script
+
+
+class TheProjectKnowsItsOwnFiles(MessageAssertions, unittest.TestCase):
+
+    def test_the_shipped_list_is_what_git_tracks(self):
+        if shipped.tracked() is None:
+            self.skipTest("no git checkout here (a download): the list is what the project "
+                          "shipped, and nothing can be compared with it")
+        done = run_main(shipped.main, "--check")
+        self.assertEqual(done.returncode, 0, done.stderr + " (after `git add`, run "
+                         "python3 -m common.shipped --write)")
+
+    def test_every_listed_file_is_in_the_folder(self):
+        missing = [name for name in safe_io.project_files(HERE)
+                   if not os.path.isfile(os.path.join(HERE, name))]
+        self.assertEqual(missing, [])
+        self.assertIn(os.path.join("lab06", "grader.py"), safe_io.project_files(HERE))
+
+    def test_a_folder_without_its_list_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertMessage(ValueError, "common/project-files.txt is missing: it lists the "
+                               "project's own files", safe_io.project_files, tmp)
+
+    def test_a_learners_output_is_written_again_and_again_and_a_shipped_file_never(self):
+        with folder_copy("attention.py", "attention-weights.svg") as tmp:
+            os.mkdir(os.path.join(tmp, "out"))
+            for path in ("my.svg", os.path.join("out", "a.svg"), "my.svg", "notes.svg"):
+                with self.subTest(path=path):
+                    done = run_script("trace_attention.py", "--svg", path, cwd=tmp)
+                    self.assertEqual(done.returncode, 0, done.stderr)
+            done = run_script("trace_attention.py", "--svg", "attention.py", cwd=tmp)
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("attention.py is one of this folder's own files", done.stderr)
+
+    def test_a_learners_files_beside_the_projects_are_not_the_projects(self):
+        with folder_copy("attention.py") as tmp:
+            for name in ("tiny_attention.py", "scratch.py", os.path.join("venv", "x.py")):
+                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
+                with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                    f.write("x" * 120 + "\n")
+            self.assertEqual(safe_io.project_files(tmp),
+                             {"attention.py", safe_io.PROJECT_FILES})
+
+
+class WindowsLineEndings(unittest.TestCase):
+
+    def test_a_recorded_file_with_crlf_line_endings_checks_as_its_text(self):
+        text = '{\n  "a": 1\n}\n'
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            with open(path, "w", encoding="utf-8", newline="\r\n") as f:
+                f.write(text)
+            done = run_main(lambda _: golden.write_or_check(text, path, False, True))
+            self.assertEqual((done.returncode, done.stdout), (0, "trace.json is up to date\n"))
+            done = run_main(lambda _: golden.write_or_check(text.replace("1", "2"), path,
+                                                             False, True))
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("first at line 2", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
