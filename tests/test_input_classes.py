@@ -33,10 +33,11 @@ EYE = [[1.0, 0.0], [0.0, 1.0]]
 
 def doors():
     """Every file a learner runs (it ends in `if __name__ == "__main__":`), from the tree; Lab 06's
-    grader and the runner it starts are tested with the grader."""
+    grader and the runner it starts are tested with the grader, and common/shipped.py is run by
+    the project's developers, not by a learner."""
     found = []
     for name in sorted(safe_io.project_files()):
-        if name.endswith(".py") and not name.startswith(("tests", "lab06", "test_")):
+        if name.endswith(".py") and not name.startswith(("tests", "lab06", "test_", "common")):
             with open(os.path.join(HERE, name), encoding="utf-8") as f:
                 if 'if __name__ == "__main__":' in f.read():
                     found.append(name)
