@@ -46,7 +46,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import re
 
     from common.cli import (NotANumber, check_outputs, check_stdout, decimal, guarded, integer,
-                            parse_trace_args, save_views, show, trace_parser)
+                            parse_trace_args, save_views, show, show_json,
+                            trace_parser)
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
     from common.views import heatmaps_svg, number, panel, text_table
@@ -534,7 +535,7 @@ def _run(args):
         return 0
     json_text = to_json(rounded(result, DIGITS))
     if own:
-        show(json_text)
+        show_json(json_text)
         return 0
     return write_or_check(json_text, TRACE_PATH, args.write, args.check)
 

@@ -5,6 +5,7 @@
     guarded(action), fail(message)    an error becomes one line on stderr and exit status 1;
                                       Ctrl-C is one line and exit status 130
     show(text)                        print, or an OSError when standard output is closed
+    show_json(text)                   show JSON, escaping what standard output cannot encode
     check_stdout()                    that OSError, asked before long work
     note(line)                        a line on stderr (progress), or nothing when it is closed
     check_outputs(outputs, inputs)    before any work: no output is an input, another output or a
@@ -13,17 +14,44 @@
     save_views(views)                 several, all checked before the first is written
     integer(text), decimal(text)      a number flag's text: ASCII digits as the help shows them
     Report                            a benchmark's lines, printed and kept for --record
+
+A terminal that is not UTF-8 (an older Windows console, PYTHONIOENCODING=ascii) gets the
+characters it cannot show spelled in ASCII (−∞ as -inf, ␣ as _, · as *, z₃ as z3): standard
+output and error are set so as soon as a door imports this module, and no result is lost.
 """
 
 import argparse
+import codecs
 import difflib
+import json
 import os
 import re
 import sys
+import unicodedata
 
 from common import safe_io
 from common.checks import NotANumber, float_of
 from common.safe_io import check_output_path, write_atomic
+
+
+ASCII_SPELLING = {"−": "-", "∞": "inf", "·": "*", "…": "...", "√": "sqrt", "×": "x", "Σ": "sum",
+                  "ᵀ": "^T", "ᵗ": "^t", "²": "^2", "→": "->", "↛": "-/->", "↑": "^", "≈": "~",
+                  "≠": "!=", "≤": "<=", "≥": ">=", "±": "+-", "␣": "_", "↵": "\\n", "◀": "<",
+                  "µ": "u", "ε": "eps", "½": "1/2", "—": "--", "–": "-"}
+
+
+def _spelled(error):
+    """The codec error handler "spelled": each character the encoding cannot hold, in ASCII
+    (ASCII_SPELLING, else its plain letters: ŝ as s, ₃ as 3, else ?)."""
+    text = error.object[error.start:error.end]
+    return "".join(ASCII_SPELLING.get(ch) or unicodedata.normalize("NFKD", ch).encode(
+        "ascii", "ignore").decode() or "?" for ch in text), error.end
+
+
+codecs.register_error("spelled", _spelled)
+for _stream in (sys.stdout, sys.stderr):
+    if hasattr(_stream, "reconfigure"):       # a terminal or a pipe, not a test's StringIO
+        _stream.reconfigure(errors="spelled")
 
 
 def show(text, flush=False):
@@ -33,6 +61,19 @@ def show(text, flush=False):
     _on_stdout(sys.stdout.write, text)
     if flush:
         _on_stdout(sys.stdout.flush)
+
+
+def show_json(text):
+    """show JSON text; each character standard output cannot encode written as JSON's own
+    escape (\\u2083 for ₃), which every JSON reader reads back as the character."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = re.sub(r"[^\x00-\x7f]", lambda m: json.dumps(m.group())[1:-1], text)
+    except LookupError:
+        pass
+    show(text)
 
 
 def check_stdout():

@@ -15,7 +15,7 @@ import json
 import math
 import os
 
-from common.cli import fail, show
+from common.cli import fail, show, show_json
 from common.safe_io import read_text, write_atomic
 
 
@@ -81,5 +81,5 @@ def write_or_check(text, path, write, check):
                     min(len(fresh_lines), len(old_lines)) + 1)
         return fail(f"{name} differs from a fresh run (first at line {line}); run with --write "
                     f"to update it")
-    show(text)
+    show_json(text)
     return 0

@@ -3,12 +3,16 @@
 scratch files and folders are theirs to write again and again, and a Windows clone (CRLF line
 endings) checks its recorded files by their text."""
 
+import contextlib
+import io
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
-from common import golden, safe_io, shipped
+from common import cli, golden, safe_io, shipped
 from tests.helpers import HERE, MessageAssertions, folder_copy, run_main, run_script
 
 
@@ -68,6 +72,32 @@ class WindowsLineEndings(unittest.TestCase):
                                                              False, True))
             self.assertEqual(done.returncode, 1)
             self.assertIn("first at line 2", done.stderr)
+
+
+class ATerminalThatIsNotUtf8(unittest.TestCase):
+
+    def test_what_it_cannot_show_is_spelled_in_ascii(self):
+        self.assertEqual("−∞ ␣has z₃ = A·V, Q·Kᵀ/√2, ŝ …".encode("ascii", "spelled"),
+                         b"-inf _has z3 = A*V, Q*K^T/sqrt2, s ...")
+
+    def test_json_on_it_is_escaped_and_reads_back_the_same(self):
+        text = '{"z\u2083": ["\u2423has"]}'
+        stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+        with contextlib.redirect_stdout(stream):
+            cli.show_json(json.dumps(json.loads(text), ensure_ascii=False))
+            stream.flush()
+        self.assertEqual(json.loads(stream.buffer.getvalue()), {"z₃": ["␣has"]})
+
+    def test_the_graders_verdict_is_printed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tiny_attention.py")
+            run_script("perturb_attention.py", "--scaffold", path)
+            done = subprocess.run([sys.executable, "perturb_attention.py", "--grade", path],
+                                  cwd=HERE, capture_output=True,
+                                  env={**os.environ, "PYTHONIOENCODING": "ascii"})
+        self.assertEqual((done.returncode, done.stderr), (1, b""))
+        self.assertIn(b"FAIL  baseline scores = Q*K^T/sqrt2", done.stdout)
+        self.assertIn(b"0 of 41 checks pass", done.stdout)
 
 
 if __name__ == "__main__":
