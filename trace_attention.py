@@ -36,7 +36,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
     from common.gradcheck import central_differences, max_err
-    from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table, token_labels
+    from common.views import (MAX_TOKENS, heatmaps_svg, panel, positions_text, text_table,
+                              token_labels)
     from explorer.page import lesson_page
 except KeyboardInterrupt:
     if sys.stderr:
@@ -213,12 +214,13 @@ def trace_table(t, shown=("scores", "weights"), run=None):
     edit = f"editing {t['sentence']!r} -> {t['changed_sentence']!r}"
     before, after = len(t["tokens"]), len(t["changed_tokens"])
     if before != after:     # a row only one side has counts as changed
-        edit += (f" ({before} -> {after} tokens: rows {min(before, after)} and later are on one "
-                 f"side only)")
+        edit += (f" ({before} -> {after} tokens: {positions_text([min(before, after)])} and later "
+                 f"are on one side only)")
     lines.append(edit + ":")
     for mode, result in t["masks"].items():
-        lines.append(f"  {mode:<6}  rows changed {result['rows_changed_by_the_edit']}, "
-                     f"row 0's weight on the future {result['weight_on_future_row_0']}")
+        changed = positions_text(result["rows_changed_by_the_edit"])
+        lines.append(f"  {mode:<6}  the edit changes {changed}, position 1's weight on the future "
+                     f"{result['weight_on_future_row_0']}")
     check = t["gradient_check"]
     lines += ["", f"gradient check: max |analytic − numeric| = {check['max_error_rounded']} "
                   f"(central differences, ε = {check['epsilon']}, rounded to 7 decimals)"]

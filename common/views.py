@@ -76,19 +76,35 @@ def label(token):
 
 
 def token_labels(tokens):
-    """The labels of a sentence's tokens; a token that stands more than once gets its position.
+    """The labels of a sentence's tokens; a token that stands more than once gets its position,
+    counted from 1 as a person counts.
 
     >>> token_labels(["the", " cat", " saw", " the", " cat"])
-    ['the', '␣cat@1', '␣saw', '␣the', '␣cat@4']
+    ['the', '␣cat@2', '␣saw', '␣the', '␣cat@5']
     """
     if type(tokens) not in (list, tuple) or not all(type(token) is str for token in tokens):
         raise TypeError(f"token_labels needs a list of token strings, got {tokens!r:.60}")
     shown = [label(token) for token in tokens]
     counts = Counter(shown)
-    labels = [f"{name}@{i}" if counts[name] > 1 else name for i, name in enumerate(shown)]
-    if len(set(labels)) != len(labels):      # a token that reads like another's label: x@0
-        labels = [f"{name}@{i}" for i, name in enumerate(shown)]
+    labels = [f"{name}@{i}" if counts[name] > 1 else name for i, name in enumerate(shown, 1)]
+    if len(set(labels)) != len(labels):      # a token that reads like another's label: x@1
+        labels = [f"{name}@{i}" for i, name in enumerate(shown, 1)]
     return labels
+
+
+def positions_text(indices):
+    """0-based indices, such as a trace records, in words for a person: counted from 1.
+    Raises TypeError unless indices is a list of ints from 0.
+
+    >>> [positions_text([4, 5]), positions_text([0]), positions_text([0, 1, 2]), positions_text([])]
+    ['positions 5 and 6', 'position 1', 'positions 1, 2 and 3', 'no position']
+    """
+    if type(indices) not in (list, tuple) or not all(type(i) is int and i >= 0 for i in indices):
+        raise TypeError(f"positions_text needs a list of indices from 0, got {indices!r:.60}")
+    counted = [str(i + 1) for i in indices]
+    if len(counted) < 2:
+        return f"position {counted[0]}" if counted else "no position"
+    return f"positions {', '.join(counted[:-1])} and {counted[-1]}"
 
 
 def number(value, decimals=4):

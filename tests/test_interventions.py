@@ -463,6 +463,18 @@ class Readme(unittest.TestCase):
         """Read from the benchmark's record: no test here is timed."""
         self.assertLess(slowest_command(), 3.0)
 
+    def test_a_patch_tables_row_number_and_its_labels_position_agree(self):
+        """Both count from 1: the README's row `8 ␣palm@8`, not `8 ␣palm@7`."""
+        result = recorded_evidence()["example"]["both_swapped"]["result"]
+        rows = [line.split()[:2] for line in iv.patch_table(result).splitlines()
+                if re.match(r"\d+ ", line)]
+        self.assertEqual([int(number) for number, _ in rows],
+                         [p["position"] for p in result["positions"]])
+        repeated = [(number, label) for number, label in rows if "@" in label]
+        self.assertTrue(repeated, "the example has a token twice")
+        for number, label in repeated:
+            self.assertEqual(label.rsplit("@", 1)[1], number, label)
+
     def test_the_figures_story_is_the_recorded_runs_example(self):
         self.assertEqual(recorded_evidence()["example"]["story"],
                          recorded_run()["example"]["story"])

@@ -50,12 +50,19 @@ def weights_table(trace):
 
 
 def quoted_figures(trace):
-    """Each figure the README's walkthrough quotes, written as the README writes it."""
+    """Each figure the README's walkthrough quotes, written as the README writes it: positions
+    counted from 1, as the views count them, from the trace's indices from 0."""
     masks = trace["masks"]
+    edited = [i for i, (a, b) in enumerate(zip(trace["tokens"], trace["changed_tokens"])) if a != b]
+    cats = views.token_labels(["the", " cat", " saw", " the", " cat"])
+    changed = {mode: views.positions_text(result["rows_changed_by_the_edit"])
+               for mode, result in masks.items()}
     return [
+        f"a token that occurs twice gets its position, counted from 1: `{cats[1]}`, `{cats[4]}`",
         "tokens " + ", ".join(json.dumps(t) for t in trace["tokens"]),
         f"ids `{trace['ids']}`",
-        ", ".join(json.dumps(t) for t in trace["changed_tokens"]),
+        ", ".join(json.dumps(t) for t in trace["changed_tokens"])
+        + f" — one token changed, at {views.positions_text(edited)}",
         f"first input row `{trace['x'][0]}`",
         f"first row of Wq `{trace['params']['Wq'][0]}`",
         f"first token: `{score_row(trace['scores'][0])}`",
@@ -66,12 +73,12 @@ def quoted_figures(trace):
             f"max error {trace['gradient_check']['max_error_rounded']} (ε ="
             f" {trace['gradient_check']['epsilon']})"
         ),
-        f"causal: the edit changes rows `{masks['causal']['rows_changed_by_the_edit']}`",
-        f"row 0's weight on the future is {masks['causal']['weight_on_future_row_0']}",
-        f"none: the edit changes rows `{masks['none']['rows_changed_by_the_edit']}`",
-        f"future weight of row 0 is {masks['none']['weight_on_future_row_0']}",
-        f"zero: the edit changes rows `{masks['zero']['rows_changed_by_the_edit']}`",
-        f"future weight of row 0 is {masks['zero']['weight_on_future_row_0']}",
+        f"causal: the edit changes {changed['causal']}",
+        f"position 1's weight on the future is {masks['causal']['weight_on_future_row_0']}",
+        f"none: the edit changes {changed['none']}",
+        f"future weight of position 1 is {masks['none']['weight_on_future_row_0']}",
+        f"zero: the edit changes {changed['zero']}",
+        f"future weight of position 1 is {masks['zero']['weight_on_future_row_0']}",
     ]
 
 

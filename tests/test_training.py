@@ -585,7 +585,9 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertAlmostEqual(sum(float(row.split()[1]) for row in rows), 1.0, delta=1e-3)
         labels = [row.split()[0] for row in rows]     # a repeated token is told apart by place
         self.assertEqual(len(set(labels)), len(labels), labels)
-        self.assertIn("␣ball@4", labels)
+        self.assertIn("␣ball@5", labels)
+        for n, label in enumerate(labels, 1):      # a repeated token's @ counts from 1
+            self.assertTrue("@" not in label or label.endswith(f"@{n}"), label)
 
     def test_check_without_a_record_says_so_before_training(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -94,7 +94,8 @@ class LessonViews(unittest.TestCase):
                 + r"\n",
             )
         self.assertIn("−∞", text)
-        self.assertIn("rows changed [4, 5], row 0's weight on the future 0.0", text)
+        self.assertIn("causal  the edit changes positions 5 and 6, position 1's weight on the "
+                      "future 0.0\n", text)
 
     def test_another_sentence_in_every_view(self):
         done = run_main(ta.main, "--sentence", SECOND)
@@ -117,8 +118,8 @@ class LessonViews(unittest.TestCase):
     def test_an_edit_of_another_length_says_which_rows_one_side_lacks(self):
         done = run_main(ta.main, "--sentence", "mia", "--table")     # 'mia' -> 'hat': 1 -> 2 tokens
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("editing 'mia' -> 'hat' (1 -> 2 tokens: rows 1 and later are on one side "
-                      "only):", done.stdout)
+        self.assertIn("editing 'mia' -> 'hat' (1 -> 2 tokens: position 2 and later are on one "
+                      "side only):", done.stdout)
         done = run_main(ta.main, "--table")             # the lesson's edit keeps the length
         self.assertIn("editing 'mia has a red ball.' -> 'mia has a red hat.':\n", done.stdout)
 
