@@ -29,7 +29,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.cli import OneLineParser, guarded, show
     from common.golden import to_json, write_or_check
     from common.safe_io import read_text
-    from common.views import text_table, token_labels
+    from common.views import positions_text, text_table, token_labels
     from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
 except KeyboardInterrupt:
     if sys.stderr:
@@ -88,11 +88,11 @@ def watch(sentence, tokens, params, x, mask="causal"):
     for t, x_t in enumerate(x):
         step = attention_step(params, x_t, kv)
         if matches_full_pass(step, full, t):
-            mark = f"== full pass row {t}"
+            mark = f"== full pass row {t + 1}"
         else:
             wrong.append(t)
             unseen, difference = row_errors(step, full, t)
-            mark = (f"≠ full pass row {t}: weight {unseen:.4f} on unseen tokens, out off by up "
+            mark = (f"≠ full pass row {t + 1}: weight {unseen:.4f} on unseen tokens, out off by up "
                     f"to {difference:.4f}")
         blank = " " * len("0.0000")       # a token that has not arrived: no column yet
         cells = step["weights"] + [blank] * (len(x) - t - 1)
@@ -100,15 +100,16 @@ def watch(sentence, tokens, params, x, mask="causal"):
         header, row = table.split("\n")
         yield (header + "\n" + row) if t == 0 else row
     if mask == "causal" and wrong:
-        raise ValueError(f"rows {wrong} are not the full pass's: the cache is wrong")
+        raise ValueError(f"the rows of {positions_text(wrong)} are not the full pass's: the "
+                         f"cache is wrong")
     if mask == "causal":
         summary = (f"All {len(x)} rows equal the full pass's bit for bit (q, k, v, scores, "
-                   f"weights, mixed, out): the causal mask lets row t read only positions 0…t, "
-                   f"so nothing cached ever has to change.")
+                   f"weights, mixed, out): the causal mask lets each row read only its own "
+                   f"position and those before it, so nothing cached ever has to change.")
     else:
-        summary = (f"A cache gets rows {wrong} wrong: with {MODES[mask]}, a later token changes "
-                   f"the earlier rows, so every row the cache gave would have to be computed "
-                   f"again. Only the causal mask makes a cache exact.")
+        summary = (f"A cache gets {positions_text(wrong)} wrong: with {MODES[mask]}, a later "
+                   f"token changes the earlier rows, so every row the cache gave would have to "
+                   f"be computed again. Only the causal mask makes a cache exact.")
     yield "\n" + fill(summary, WIDTH)
 
 

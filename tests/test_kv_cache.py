@@ -18,6 +18,7 @@ from unittest import mock
 import attention
 from attention import MASK_MODES, attention_forward, init_attention
 from common.golden import to_json
+from common.views import positions_text
 from kv_cache import step as kv_cache
 from kv_cache import attention_step
 from kv_cache.step import (cache_multiply_adds, kv_trace, recompute_multiply_adds, steps,
@@ -267,7 +268,7 @@ class CommandLine(unittest.TestCase, MessageAssertions):
         rows = [line for line in done.stdout.splitlines() if "full pass row" in line]
         self.assertEqual(len(rows), len(trace["tokens"]))
         for t, line in enumerate(rows):
-            self.assertTrue(line.endswith(f"== full pass row {t}"), line)
+            self.assertTrue(line.endswith(f"== full pass row {t + 1}"), line)
             numbers = [float(n) for n in re.findall(r"\d\.\d{4}", line)]
             self.assertEqual(numbers, trace["weights"][t][:t + 1])
         self.assertIn(f"All {len(trace['tokens'])} rows equal the full pass's bit for bit",
@@ -283,7 +284,8 @@ class CommandLine(unittest.TestCase, MessageAssertions):
 
         with mock.patch.object(kv_cache, "attention_step", one_bit_off):
             done = run_script("step_attention.py")
-        self.assertOneLineError(done, "rows [0, 1, 2, 3, 4, 5] are not the full pass's")
+        self.assertOneLineError(done, "the rows of positions 1, 2, 3, 4, 5 and 6 are not the full "
+                                      "pass's")
 
     def test_with_no_mask_it_marks_the_rows_a_cache_gets_wrong(self):
         done = run_script("step_attention.py", "--mask", "none")
@@ -291,10 +293,11 @@ class CommandLine(unittest.TestCase, MessageAssertions):
         marks = [line.split("  ")[-1] for line in done.stdout.splitlines()
                  if "full pass row" in line]
         self.assertTrue(all(mark.startswith("≠") for mark in marks[:-1]), marks)
-        self.assertEqual(marks[-1], "== full pass row 5")
+        self.assertEqual(marks[-1], "== full pass row 6")
         recorded = json.loads(read("kv_cache/kv-cache-trace.json"))["why_only_causal"]["none"]
         self.assertIn(f"weight {recorded['weight_on_unseen_tokens'][0]} on unseen tokens", marks[0])
-        self.assertIn(f"A cache gets rows {recorded['rows_a_cache_gets_wrong']} wrong", done.stdout)
+        self.assertIn(f"A cache gets {positions_text(recorded['rows_a_cache_gets_wrong'])} wrong",
+                      done.stdout)
 
     def test_check_fails_on_a_stale_record_and_passes_on_a_fresh_one(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -353,7 +356,8 @@ class Records(unittest.TestCase):
         wrong = json.loads(read("kv_cache/kv-cache-trace.json"))["why_only_causal"]
         for mask in ("none", "zero"):
             record = wrong[mask]
-            for figure in (f"rows `{record['rows_a_cache_gets_wrong']}`",
+            for figure in (f"a cache gets {positions_text(record['rows_a_cache_gets_wrong'])} "
+                           f"wrong",
                            f"{record['weight_on_unseen_tokens'][0]} of its weight",
                            f"by up to {record['largest_out_difference'][0]}"):
                 self.assertTrue(figure in readme,
