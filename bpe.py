@@ -224,8 +224,8 @@ class Tokenizer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         outside = set(text).difference(self.alphabet)
         if outside:
-            position = next(n for n, ch in enumerate(text) if ch in outside)
-            raise ValueError(f"character {text[position]!r} at position {position} is not in the "
+            position, ch = next((n, ch) for n, ch in enumerate(text, 1) if ch in outside)
+            raise ValueError(f"character {ch!r} at position {position} is not in the "
                              f"tokenizer's alphabet {''.join(self.alphabet)!r}")
         ids = []
         for chunk in _pieces(text):
@@ -240,7 +240,7 @@ class Tokenizer:
         id."""
         if not isinstance(ids, (list, tuple)):
             raise TypeError(f"ids must be a list of ints, got {type(ids).__name__}")
-        for position, i in enumerate(ids):
+        for position, i in enumerate(ids, 1):      # a message counts as a person does
             if type(i) is not int:
                 raise TypeError(f"id at position {position} must be an int, "
                                 f"got {type(i).__name__} {i!r}")
@@ -496,7 +496,7 @@ def _check_training_input(text, vocab_size):
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:   # a lone surrogate: no file could hold the tokenizer
-            raise ValueError(f"text holds {text[e.start]!r} at position {e.start}, half of a "
+            raise ValueError(f"text holds {text[e.start]!r} at position {e.start + 1}, half of a "
                              f"surrogate pair and no character: UTF-8 cannot store it") from None
     alphabet = sorted(set(text))
     if vocab_size < len(alphabet):

@@ -206,7 +206,7 @@ class BadInput(MessageAssertions, unittest.TestCase):
         ragged = [[0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3]]
         self.assertMessage(
             ValueError,
-            "each input row must have 4 numbers, got 3 in row 1",
+            "each input row must have 4 numbers, got 3 in row 2",
             attention_forward,
             self.params,
             ragged,
@@ -291,7 +291,7 @@ class BadInput(MessageAssertions, unittest.TestCase):
     def test_d_out_of_the_wrong_shape(self):
         self.assertMessage(
             ValueError,
-            "each d_out row must have 4 numbers, got 2 in row 0",
+            "each d_out row must have 4 numbers, got 2 in row 1",
             attention_backward,
             self.params,
             self.x,

@@ -208,8 +208,8 @@ def trace_table(t, shown=("scores", "weights"), run=None):
     lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), ""]
     for name in shown:
         matrix = values[name]
-        columns = (labels if name in ("scores", "weights")
-                   else [str(c) for c in range(len(matrix[0]))])
+        columns = (labels if name in ("scores", "weights")     # else features, from 1 as Lab 06's
+                   else [str(c) for c in range(1, len(matrix[0]) + 1)])
         lines += [CAPTIONS[name], text_table(labels, columns, matrix), ""]
     edit = f"editing {t['sentence']!r} -> {t['changed_sentence']!r}"
     before, after = len(t["tokens"]), len(t["changed_tokens"])

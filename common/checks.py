@@ -3,7 +3,7 @@
 attention.py holds the mathematics and reads like the lesson; everything here only checks. It
 raises TypeError for a value of the wrong kind and ValueError for a wrong shape, size or number,
 with a message that names what was expected and what came ("each input row must have 4 numbers,
-got 3 in row 0").
+got 3 in row 1": a row or score named in words counts from 1, an index such as x[0][1] from 0).
 
 A number is a plain float or int, its type exactly one of those: a subclass (numpy's float64 is
 one) can redefine `*` or `<` and lie to every check, so it is refused with a TypeError that says
@@ -128,7 +128,7 @@ def check_matrix(name, m, cols=None, label=None):
     for i, row in enumerate(m):
         if len(row) != cols:
             raise ValueError(f"each {label or name} row must have {cols} "
-                             f"number{'s' * (cols > 1)}, got {len(row)} in row {i}")
+                             f"number{'s' * (cols > 1)}, got {len(row)} in row {i + 1}")
         for j, value in enumerate(row):
             check_number(f"{name}[{i}][{j}]", value)
     return len(m), cols
@@ -371,7 +371,7 @@ def check_scores_row(row):
         pass
     for j, s in enumerate(row):
         if s != -math.inf:
-            check_number(f"softmax_row's score {j}", s, "finite or −∞")
+            check_number(f"softmax_row's score {j + 1}", s, "finite or −∞")
     if all(s == -math.inf for s in row):
         raise ValueError(f"softmax_row needs at least one score that is not −∞, got a row of "
                          f"{len(row)} blocked scores")
@@ -420,7 +420,7 @@ def check_masked_softmax(scores, allowed):
                          "allowed score")
     for j, (s, ok) in enumerate(zip(scores, allowed)):
         if ok:
-            check_number(f"score {j}", s, "finite where allowed")
+            check_number(f"score {j + 1}", s, "finite where allowed")
 
 
 def check_sizes(**sizes):

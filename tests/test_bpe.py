@@ -115,7 +115,7 @@ class TokenizerErrors(MessageAssertions, unittest.TestCase):
     def test_character_outside_the_alphabet(self):
         self.assertMessage(
             ValueError,
-            "character 'M' at position 0 is not in the tokenizer's alphabet",
+            "character 'M' at position 1 is not in the tokenizer's alphabet",
             load_lesson().encode,
             "Mia",
         )
@@ -126,12 +126,12 @@ class TokenizerErrors(MessageAssertions, unittest.TestCase):
     def test_unknown_id(self):
         self.assertMessage(
             ValueError,
-            "id 90 at position 1 is not in the vocabulary (ids 0 to 89)",
+            "id 90 at position 2 is not in the vocabulary (ids 0 to 89)",
             load_lesson().decode,
             [58, 90],
         )
         self.assertMessage(
-            TypeError, "id at position 0 must be an int, got str", load_lesson().decode, ["58"]
+            TypeError, "id at position 1 must be an int, got str", load_lesson().decode, ["58"]
         )
 
     def test_merge_of_a_token_that_does_not_exist_yet(self):
@@ -358,7 +358,7 @@ class Encoding(unittest.TestCase):
         with self.assertRaises(ValueError) as caught:
             load_lesson().encode("mia\r\n")
         self.assertIn(
-            "character '\\r' at position 3 is not in the tokenizer's alphabet "
+            "character '\\r' at position 4 is not in the tokenizer's alphabet "
             "'\\n !,.?abcdefghijklmnopqrstuvwxyz'",
             str(caught.exception),
         )
@@ -420,8 +420,8 @@ class CommandLine(unittest.TestCase):
 
     def test_errors_are_one_line(self):
         for args, fragment in (
-            (("encode", "Mia"), "character 'M' at position 0"),
-            (("decode", "90"), "id 90 at position 0 is not in the vocabulary"),
+            (("encode", "Mia"), "character 'M' at position 1"),
+            (("decode", "90"), "id 90 at position 1 is not in the vocabulary"),
             (
                 ("train", "missing.txt", "--vocab-size", "9", "--out", "x.json"),
                 "cannot read missing.txt",

@@ -89,7 +89,7 @@ class NoSilentInfinity(MessageAssertions, unittest.TestCase):
         q[0][0] = HUGE_INT
         self.assertMessage(ValueError, "q[0][0] must be a number a float can hold",
                            attend, q, k, v, allowed)
-        self.assertMessage(ValueError, "score 0 must be a number a float can hold",
+        self.assertMessage(ValueError, "score 1 must be a number a float can hold",
                            masked_softmax, [HUGE_INT, 1.0], [True, True])
         q, k, v, allowed = lab.projected()
         self.assertMessage(ValueError, "blocked_score must be a number a float can hold",
@@ -175,11 +175,11 @@ class HelpersAtTheDoor(MessageAssertions, unittest.TestCase):
                 ([], ValueError, "softmax_row needs at least one score, got an empty row"),
                 ((s for s in [1.0, 2.0]), TypeError, "softmax_row needs a list of scores, got "
                                                      "generator"),
-                ([HUGE_INT, 0.0], ValueError, "softmax_row's score 0 must be a number a float can "
+                ([HUGE_INT, 0.0], ValueError, "softmax_row's score 1 must be a number a float can "
                                               "hold, got an int of 1329 bits"),
-                ([0.0, math.nan], ValueError, "softmax_row's score 1 must be finite or −∞, got "
+                ([0.0, math.nan], ValueError, "softmax_row's score 2 must be finite or −∞, got "
                                               "nan"),
-                (["a", 0.0], TypeError, "softmax_row's score 0 must be a number, got str 'a'"),
+                (["a", 0.0], TypeError, "softmax_row's score 1 must be a number, got str 'a'"),
                 ([-math.inf] * 2, ValueError, "at least one score that is not −∞, got a row of 2")):
             with self.subTest(row=row):
                 self.assertMessage(error, fragment, softmax_row, row)
@@ -251,7 +251,7 @@ class Tokenizers(MessageAssertions, unittest.TestCase):
     def test_a_lone_surrogate_is_refused_at_train_not_at_save(self):
         for trainer in (bpe.train, bpe.train_plain):
             with self.subTest(trainer=trainer.__name__):
-                self.assertMessage(ValueError, "text holds '\\udc80' at position 2, half of a "
+                self.assertMessage(ValueError, "text holds '\\udc80' at position 3, half of a "
                                    "surrogate pair", trainer, "ab\udc80c", 10)
 
     def test_training_on_one_long_word_takes_a_linear_number_of_steps(self):
@@ -288,7 +288,7 @@ class AttendBackwardChecks(MessageAssertions, unittest.TestCase):
         self.cache = attend(*lab.projected())
 
     def test_d_mixed_of_the_wrong_width_is_refused(self):
-        self.assertMessage(ValueError, "each d_mixed row must have 2 numbers, got 1 in row 0",
+        self.assertMessage(ValueError, "each d_mixed row must have 2 numbers, got 1 in row 1",
                            attend_backward, self.cache, [[0.1]] * 3)
 
     def test_d_mixed_with_the_wrong_number_of_rows_is_refused(self):

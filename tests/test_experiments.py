@@ -326,6 +326,7 @@ class EveryIntermediate(MessageAssertions, unittest.TestCase):
         t = ta.trace()
         self.assertRegex(done.stdout, r"\n␣ball +" + " +".join(f"{v:.4f}" for v in t["out"][4]))
         self.assertRegex(done.stdout, r"\nmia +" + " +".join(f"{v:.4f}" for v in t["x"][0]))
+        self.assertRegex(done.stdout, r"\(T, d_model\)\n +1 +2 +3 +4\n")   # counted from 1
 
     def test_show_refuses_an_unknown_name_and_needs_table(self):
         self.assertOneLineError(

@@ -535,7 +535,7 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
 
     def test_the_labs_values_offsets_and_weights_are_refused_saying_why(self):
         for args, fragment in (
-                (("--values", "3/0,0/2,0/4,0"), "each V row must have 1 number, got 2 in row 1 "
+                (("--values", "3/0,0/2,0/4,0"), "each V row must have 1 number, got 2 in row 2 "
                                                  "(rows a,b/c,d/...: '/' between rows"),
                 (("--offset-scores", "3=1e308"), "the offset must be within ±1e+06"),
                 (("--set-weights", "3=1,1,1"), "must be at least 0 and sum to 1 (within 1e-09)"),

@@ -328,7 +328,7 @@ class CoreRejects(unittest.TestCase):
 
     def test_ragged_matrix(self):
         self.assertRejects(
-            "each q row must have 2 numbers, got 1 in row 1", q=[[1.0, 0.0], [1.0], [1.0, 1.0]]
+            "each q row must have 2 numbers, got 1 in row 2", q=[[1.0, 0.0], [1.0], [1.0, 1.0]]
         )
 
     def test_empty_matrix(self):
@@ -376,7 +376,7 @@ class CoreRejects(unittest.TestCase):
     def test_softmax_rejects_a_non_finite_allowed_score(self):
         with self.assertRaises(ValueError) as caught:
             masked_softmax([0.0, math.inf], [True, True])
-        self.assertIn("score 1 must be finite where allowed, got inf", str(caught.exception))
+        self.assertIn("score 2 must be finite where allowed, got inf", str(caught.exception))
 
 
 if __name__ == "__main__":

@@ -427,9 +427,9 @@ class Predict(MessageAssertions, unittest.TestCase):
     def test_a_story_is_refused_at_the_door_naming_what_came(self):
         for text, error, fragment in [
                 (b"the ball is", TypeError, "a story must be a str, got bytes"),
-                ("Mia has a red ball. the ball is", ValueError, "got 'M' at position 0"),
-                ("look, Mia has a red Ball. the ball is", ValueError, "got 'M' at position 6"),
-                ("Look, Ivan has a ball. the ball is", ValueError, "got 'L' at position 0"),
+                ("Mia has a red ball. the ball is", ValueError, "got 'M' at position 1"),
+                ("look, Mia has a red Ball. the ball is", ValueError, "got 'M' at position 7"),
+                ("Look, Ivan has a ball. the ball is", ValueError, "got 'L' at position 1"),
                 ("mia has a red ball. the ball is red.", ValueError,
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),
@@ -566,7 +566,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
                 self.assertEqual(left, [], "a worker outlived train_attention.py --seeds")
 
     def test_a_story_it_cannot_read_is_refused_before_training(self):
-        for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 0"),
+        for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 1"),
                                 ("mia has a red ball.", "must end with its question"),
                                 ("the ball is " * 43 + "is",
                                  f"at most {cs.MAX_TOKENS} tokens, got 130")]:

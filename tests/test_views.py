@@ -125,7 +125,7 @@ class LessonViews(unittest.TestCase):
 
     def test_bad_sentence_is_one_line(self):
         for args, fragment in (
-            (("--sentence", "The dog."), "character 'T' at position 0"),
+            (("--sentence", "The dog."), "character 'T' at position 1"),
             (
                 ("--sentence", SECOND, "--check"),
                 "--write and --check work on the recorded file alone",

@@ -637,10 +637,10 @@ def check_story(text):
     character outside ALPHABET or a text that does not end with its question (" is")."""
     if not isinstance(text, str):
         raise TypeError(f"a story must be a str, got {type(text).__name__}")
-    position = next((n for n, ch in enumerate(text) if ch not in ALPHABET), None)
+    position = next((n for n, ch in enumerate(text, 1) if ch not in ALPHABET), None)
     if position is not None:
         raise ValueError(f"a story may hold lower-case letters, spaces and {ALPHABET[1:6]!r}, got "
-                         f"{text[position]!r} at position {position}")
+                         f"{text[position - 1]!r} at position {position}")
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
                          f"one ending in {text[-20:]!r}")
