@@ -7,6 +7,11 @@ matrix such as the output Z, and which rows to highlight.
 
     svg = heatmaps_svg([panel, ...])      one SVG, panels in rows of about 900 px, self-contained
     text_table(rows, cols, matrix)        a table whose columns line up, −∞ written as −∞
+    token_labels(tokens)                  a label a token, a repeated one with its place: ␣cat@5
+    positions_text([4, 5])                "positions 5 and 6": a trace's indices, counted from 1
+
+What these show counts positions from 1, as a person does; what they take (a highlighted row, a
+mark's row) is a trace's index, from 0.
 
 Masked cells are hatched grey, so a blocked pair never looks like a small weight; weights zeroed
 after the softmax are dotted orange. Cell and font sizes follow the number of tokens. This module
@@ -94,13 +99,15 @@ def token_labels(tokens):
 
 def positions_text(indices):
     """0-based indices, such as a trace records, in words for a person: counted from 1.
-    Raises TypeError unless indices is a list of ints from 0.
+    Raises TypeError unless indices is a list of ints, ValueError for one below 0.
 
     >>> [positions_text([4, 5]), positions_text([0]), positions_text([0, 1, 2]), positions_text([])]
     ['positions 5 and 6', 'position 1', 'positions 1, 2 and 3', 'no position']
     """
-    if type(indices) not in (list, tuple) or not all(type(i) is int and i >= 0 for i in indices):
-        raise TypeError(f"positions_text needs a list of indices from 0, got {indices!r:.60}")
+    if type(indices) not in (list, tuple) or not all(type(i) is int for i in indices):
+        raise TypeError(f"positions_text needs a list of int indices, got {indices!r:.60}")
+    if any(i < 0 for i in indices):           # −1 would print as "position 0"
+        raise ValueError(f"positions_text needs indices from 0, got {list(indices)!r:.60}")
     counted = [str(i + 1) for i in indices]
     if len(counted) < 2:
         return f"position {counted[0]}" if counted else "no position"

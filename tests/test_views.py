@@ -6,9 +6,9 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from common.views import label
+from common.views import label, positions_text, token_labels
 from lab06 import lab as lab06
-from tests.helpers import run_main, run_script
+from tests.helpers import MessageAssertions, run_main, run_script
 import trace_attention as ta
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
@@ -207,6 +207,20 @@ class Lab06Views(unittest.TestCase):
             {ta.PANEL_TITLES["causal"]: 0, ta.PANEL_TITLES["none"]: 1, ta.PANEL_TITLES["zero"]: 1},
         )
         self.assertLessEqual(float(root.get("width")), 910)
+
+
+class CountedFromOne(MessageAssertions, unittest.TestCase):
+
+    def test_a_repeated_tokens_label_is_its_position_counted_from_1(self):
+        self.assertEqual(token_labels(["a", " b", "a", " a"]), ["a@1", "␣b", "a@3", "␣a"])
+        # a token that reads like another's label: then every label has its position
+        self.assertEqual(token_labels(["a", "a@3", "a"]), ["a@1", "a@3@2", "a@3"])
+
+    def test_positions_text_refuses_what_is_not_a_list_of_indices_from_0(self):
+        self.assertMessage(TypeError, "positions_text needs a list of int indices, got [1.0]",
+                           positions_text, [1.0])
+        self.assertMessage(ValueError, "positions_text needs indices from 0, got [-1]",
+                           positions_text, (-1,))
 
 
 if __name__ == "__main__":
