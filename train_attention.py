@@ -21,6 +21,9 @@ their command line.
     python3 train_attention.py --patch CLEAN --into CORRUPTED [--svg FILE]
                                              activation patching of two stories of as many tokens
     python3 train_attention.py --story TEXT --export FILE    the layer's map for a viewer
+    python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]
+                                             two layers set by hand that continue a repeated
+                                             sequence (training/induction.py): no training
 
 --story, --block, --ablate-value, --patch and --export answer from the recorded model
 (training/trained-model.json, written by --write and checked by --check; --story and --patch print
@@ -67,6 +70,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
                                          encode_question, held_out_table, layer, measure,
                                          predict, run, seed_row, seeds_header, seeds_line,
                                          stories, train_model, training_tokenizer)
+    from training import induction
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)
     from training.recorded_model import model_from_record, model_record, read_model
@@ -244,7 +248,11 @@ def main(argv=None):
                         help="write the layer's map on --story (default: the figure's story) "
                              "as {tokens, attention} for CircuitsVis or bertviz")
     parser.add_argument("--svg", metavar="FILE",
-                        help="draw the recorded figure; with --patch, the patching heatmap")
+                        help="draw the recorded figure; with --patch, the patching heatmap; "
+                             "with --induction, both layers' maps")
+    parser.add_argument("--induction", action="store_true",
+                        help="the induction circuit set by hand, on a repeated sequence drawn "
+                             "with --seed: its four figures")
     args = parser.parse_args(argv)
     if args.block is not None:      # --block 7 --block 8 is --block 7,8
         args.block = [n for positions in args.block for n in positions]
@@ -256,6 +264,15 @@ def main(argv=None):
     given = [f"--{name.replace('_', '-')}" for name in
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
+    if args.induction:
+        dropped = [flag for flag, given_flag in (("--write", args.write), ("--check", args.check),
+                                                 ("--all-seeds", args.all_seeds))
+                   if given_flag] + [f for f in given if f not in ("--seed", "--svg", "--json")]
+        if dropped:
+            parser.error(f"--induction sets its weights by hand and draws its own sequence: "
+                         f"drop {', '.join(dropped)}")
+        return guarded(lambda: _induction(SEED if args.seed is None else args.seed, args.svg,
+                                          args.json))
     if (args.write or args.check) and given:
         parser.error(f"--write and --check record the default run: drop {', '.join(given)}")
     if args.all_seeds and not args.check:
@@ -349,6 +366,17 @@ def _run(args):
         show(_story_json(before) if args.json else
              f"answer: {before['answer']!r}\nthe question's weight on each token:\n"
              + weights_table(list(zip(before["tokens"], before["weights"]))))
+    return 0
+
+
+def _induction(seed, svg, as_json):
+    """--induction: the four figures of the circuit on seed's sequence, and its maps in svg."""
+    check_stdout()
+    check_outputs([("--svg", svg, None)])
+    found = induction.measure(seed)
+    if svg is not None:         # said on standard error when standard output is JSON
+        save_view(svg, induction.maps_svg(found), None, say=note if as_json else None)
+    show(to_json(induction.figures(found)) if as_json else induction.table(found))
     return 0
 
 

@@ -1,18 +1,21 @@
 """The induction circuit set by hand (training/induction.py): its four figures meet their bars on
-several seeds, layer 1's output zeroed leaves chance, and each layer is the lesson's
-attention_forward bit for bit."""
+several seeds, layer 1's output zeroed leaves chance, each layer is the lesson's attention_forward
+bit for bit, and `train_attention.py --induction` prints them and draws both maps."""
 
+import json
+import os
+import tempfile
 import unittest
 
 from attention import add, attention_forward
-from tests.helpers import bits
+from tests.helpers import MessageAssertions, bits, run_script
 from training import induction
 
 SEEDS = (1, 2, 3)       # seed 1 is the command's default, the README's
 BAR = 0.99              # the previous-token and induction scores must reach this
 
 
-class InductionCircuit(unittest.TestCase):
+class InductionCircuit(MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -51,6 +54,27 @@ class InductionCircuit(unittest.TestCase):
         for name in ("q", "k", "v", "scores", "weights", "mixed", "out"):
             self.assertEqual(bits(run["first"][name]), bits(first[name]), name)
             self.assertEqual(bits(run["second"][name]), bits(second[name]), name)
+
+    def test_the_json_carries_the_four_figures_and_the_svg_both_maps(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "maps.svg")
+            done = run_script("train_attention.py", "--induction", "--json", "--svg", path)
+            with open(path, encoding="utf-8") as f:
+                svg = f.read()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        printed = json.loads(done.stdout)
+        for name in induction.FIGURES + ("seed", "vocabulary", "n"):
+            self.assertEqual(printed[name], self.found[1][name], name)
+        self.assertEqual(svg.count('<g class="panel"'), 2)
+        self.assertIn("layer 1: previous-token head", svg)
+        self.assertIn("layer 2: induction head", svg)
+
+    def test_a_flag_of_the_trained_model_is_refused_in_one_line(self):
+        for flags in (["--steps", "3"], ["--story", "the ball is"], ["--check"]):
+            with self.subTest(flags=flags):
+                done = run_script("train_attention.py", "--induction", *flags)
+                self.assertOneLineError(done, f"--induction sets its weights by hand and draws "
+                                              f"its own sequence: drop {flags[0]}")
 
 
 if __name__ == "__main__":
