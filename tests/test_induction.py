@@ -1,6 +1,6 @@
 """The induction circuit set by hand (training/induction.py): its four figures meet their bars on
 several seeds, layer 1's output zeroed leaves chance, each layer is the lesson's attention_forward
-bit for bit, and `train_attention.py --induction` prints them and draws both maps."""
+bit for bit, and `train_attention.py --induction` prints what training/README.md shows."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 from attention import add, attention_forward
-from tests.helpers import MessageAssertions, bits, run_script
+from tests.helpers import HERE, MessageAssertions, bits, run_script
 from training import induction
 
 SEEDS = (1, 2, 3)       # seed 1 is the command's default, the README's
@@ -75,6 +75,14 @@ class InductionCircuit(MessageAssertions, unittest.TestCase):
                 done = run_script("train_attention.py", "--induction", *flags)
                 self.assertOneLineError(done, f"--induction sets its weights by hand and draws "
                                               f"its own sequence: drop {flags[0]}")
+
+    def test_the_readme_shows_what_the_command_prints(self):
+        done = run_script("train_attention.py", "--induction")
+        with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        shown = "```\n$ python3 train_attention.py --induction\n" + done.stdout + "```"
+        self.assertIn(shown, readme, f"training/README.md should show:\n{shown}")
+        self.assertEqual(done.stdout, induction.table(self.found[1]))
 
 
 if __name__ == "__main__":
