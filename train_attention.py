@@ -373,10 +373,10 @@ def _induction(seed, svg, as_json):
     """--induction: the four figures of the circuit on seed's sequence, and its maps in svg."""
     check_stdout()
     check_outputs([("--svg", svg, None)])
-    found = induction.measure(seed)
+    found, run, _ = induction.measure(seed)
     if svg is not None:         # said on standard error when standard output is JSON
-        save_view(svg, induction.maps_svg(found), None, say=note if as_json else None)
-    show(to_json(induction.figures(found)) if as_json else induction.table(found))
+        save_view(svg, induction.maps_svg(found, run), None, say=note if as_json else None)
+    show(to_json(found) if as_json else induction.table(found))
     return 0
 
 
