@@ -43,7 +43,6 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import argparse
     import math
     import os
-    import re
 
     from common.cli import (NotANumber, check_outputs, check_stdout, decimal, guarded, integer,
                             parse_trace_args, save_views, show, show_json,
@@ -392,10 +391,15 @@ def _change_argument(flag):
 
 
 def _seed(text):
-    if not re.fullmatch(r"\d{1,18}", text.strip()):
+    """--seed's text: integer's ASCII digits (no space, no other script's), at most 18 of them."""
+    try:
+        seed = integer(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 10 ** 18:
         raise argparse.ArgumentTypeError(f"--seed takes the number a grading's report names, "
                                          f"such as 721319, got {text!r}")
-    return int(text)
+    return seed
 
 
 def _values(text):

@@ -1,0 +1,26 @@
+"""The command lines' small edges a third hostile pass found, each kept fixed: a seed of another
+script's digits, a hint that named the flag it rejected, a flag given twice, '-' as an output, a
+large head's JSON. Each test runs the doors as a learner does (tests.helpers.run_script)."""
+
+import unittest
+
+from tests.helpers import MessageAssertions, run_script
+
+
+class SeedsAreAsciiIntegers(MessageAssertions, unittest.TestCase):
+
+    def test_every_seed_flag_refuses_other_scripts_digits_and_spaces(self):
+        """perturb_attention.py's --seed took int()'s text (an Arabic-Indic ٣, " 5") where
+        train_attention.py's, through cli.integer, refused it."""
+        for script, before in (("train_attention.py", ()),
+                               ("perturb_attention.py", ("--grade", "tiny_attention.py"))):
+            for seed in ("\u0663", " 5", "5 "):
+                with self.subTest(script=script, seed=seed):
+                    done = run_script(script, *before, "--seed", seed)
+                    self.assertOneLineError(done, "argument --seed: ")
+                    self.assertIn(repr(seed), done.stderr)
+                    self.assertEqual(done.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
