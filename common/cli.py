@@ -121,7 +121,8 @@ class Report:
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
     message. An option it does not know is named before a required one it misses, and an unknown
-    option gets the nearest it knows ("--vocab-sise": did you mean --vocab-size?)."""
+    option gets the nearest it knows ("--vocab-sise": did you mean --vocab-size?), and one of
+    another subcommand is said to be none of the one given ("encode takes no --vocab-size")."""
 
     def parse_known_args(self, args=None, namespace=None):
         self._given_args = sys.argv[1:] if args is None else list(args)
@@ -133,18 +134,33 @@ class OneLineParser(argparse.ArgumentParser):
             if unknown:             # the typo is why the required one seems missing
                 message = f"unrecognized arguments: {' '.join(unknown)}"
         if message.startswith("unrecognized arguments: -"):
-            message += self._nearest(message.split()[2].split("=", 1)[0])
+            message += self._hint(message.split()[2].split("=", 1)[0])
         note(f"error: {one_line(message)} (see --help)")
         sys.exit(2)
 
-    def _options(self):
-        """Every option string of this parser and of its subcommands' parsers."""
-        options = list(self._option_string_actions)
+    def _subcommands(self):
+        """{name: parser} of this parser's subcommands, and the name given on the command line
+        (None when there are none, or none was given)."""
         for action in self._actions:     # argparse names no public type for a subcommand list
             if isinstance(action, argparse._SubParsersAction):
-                for parser in action.choices.values():
-                    options += parser._option_string_actions
-        return options
+                given = [word for word in getattr(self, "_given_args", [])
+                         if word in action.choices]
+                return action.choices, given[0] if given else None
+        return {}, None
+
+    def _hint(self, word):
+        """What to say of an option this parser does not know: that the subcommand given takes
+        no such option (another one does), or the nearest option it takes."""
+        subcommands, given = self._subcommands()
+        options = list(self._option_string_actions)
+        for name, parser in subcommands.items():
+            if given in (None, name):       # a subcommand given: its own options, not the others'
+                options += parser._option_string_actions
+        if given is not None and word not in options and any(
+                word in parser._option_string_actions for parser in subcommands.values()):
+            return f" ({given} takes no {word})"
+        near = difflib.get_close_matches(word, options, 1)
+        return f" (did you mean {near[0]}?)" if near else ""
 
     def _unknown_options(self):
         """The words before "--" given as options (a dash, then no digit) that are no option of
@@ -155,10 +171,6 @@ class OneLineParser(argparse.ArgumentParser):
                 if word.startswith("-") and word != "-" and not word[1:2].isdigit()
                 and not any(option.startswith(word.split("=", 1)[0])
                             for option in self._option_string_actions)]
-
-    def _nearest(self, word):
-        near = difflib.get_close_matches(word, self._options(), 1)
-        return f" (did you mean {near[0]}?)" if near else ""
 
 
 def trace_parser(description, path):

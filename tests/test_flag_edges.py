@@ -22,5 +22,20 @@ class SeedsAreAsciiIntegers(MessageAssertions, unittest.TestCase):
                     self.assertEqual(done.returncode, 2)
 
 
+class OptionsAreNamedForWhatTheyAre(MessageAssertions, unittest.TestCase):
+
+    def test_an_option_of_another_subcommand_is_said_to_be_none_of_this_ones(self):
+        """bpe.py's hint searched every subcommand's options, so it offered the very flag it had
+        rejected: "--vocab-size (did you mean --vocab-size?)"."""
+        for args, said in ((["encode", "x", "--vocab-size", "3"], "encode takes no --vocab-size"),
+                           (["decode", "1", "--out", "x.json"], "decode takes no --out"),
+                           (["encode", "x", "--tokeniser", "t.json"], "did you mean --tokenizer?")):
+            with self.subTest(args=args):
+                done = run_script("bpe.py", *args)
+                self.assertOneLineError(done, f"unrecognized arguments: {' '.join(args[2:])} "
+                                              f"({said}) (see --help)")
+                self.assertEqual(done.returncode, 2)
+
+
 if __name__ == "__main__":
     unittest.main()
