@@ -1,6 +1,7 @@
 """Command-line plumbing shared by the folder's scripts: one line on stderr, never a traceback.
 
     OneLineParser                     argparse, but a bad argument is one line on stderr (exit 2)
+                                      and an option of one value is given once
     trace_parser, parse_trace_args    the arguments of the two trace command lines
     guarded(action), fail(message)    an error becomes one line on stderr and exit status 1;
                                       Ctrl-C is one line and exit status 130
@@ -118,14 +119,33 @@ class Report:
         write_atomic(path, "\n".join(self.lines) + "\n")
 
 
+class _Once(argparse._StoreAction):     # argparse's own 'store', which names no public type
+    """An option of one value: given a second time it is refused, one line, rather than the first
+    value dropped without a word (--grade a.py --grade b.py graded b.py alone)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None and self in parser._given_once:
+            parser.error(f"{option_string} takes one value, got "
+                         f"{parser._given_once[self]!r} and {values!r}: give it once")
+        parser._given_once[self] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
     message. An option it does not know is named before a required one it misses, and an unknown
     option gets the nearest it knows ("--vocab-sise": did you mean --vocab-size?), and one of
-    another subcommand is said to be none of the one given ("encode takes no --vocab-size")."""
+    another subcommand is said to be none of the one given ("encode takes no --vocab-size"). An
+    option of one value given twice is refused (argparse kept the last and dropped the first)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):            # an option of one value, by default or by name
+            self.register("action", name, _Once)
 
     def parse_known_args(self, args=None, namespace=None):
         self._given_args = sys.argv[1:] if args is None else list(args)
+        self._given_once = {}
         return super().parse_known_args(args, namespace)
 
     def error(self, message):

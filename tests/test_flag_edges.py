@@ -36,6 +36,22 @@ class OptionsAreNamedForWhatTheyAre(MessageAssertions, unittest.TestCase):
                                               f"({said}) (see --help)")
                 self.assertEqual(done.returncode, 2)
 
+    def test_an_option_of_one_value_given_twice_is_refused_before_any_work(self):
+        """--grade a.py --grade b.py graded b.py alone, a.py dropped without a word."""
+        for script, args, said in (
+                ("perturb_attention.py", ["--grade", "a.py", "--grade", "b.py"],
+                 "--grade takes one value, got 'a.py' and 'b.py': give it once"),
+                ("perturb_attention.py", ["--grade=a.py", "--head", "h.json", "--grade", "b.py"],
+                 "--grade takes one value, got 'a.py' and 'b.py'"),
+                ("train_attention.py", ["--steps", "3", "--steps", "4"],
+                 "--steps takes one value, got 3 and 4"),
+                ("bpe.py", ["encode", "x", "--tokenizer", "a.json", "--tokenizer", "b.json"],
+                 "--tokenizer takes one value, got 'a.json' and 'b.json'")):
+            with self.subTest(args=args):
+                done = run_script(script, *args)
+                self.assertOneLineError(done, said)
+                self.assertEqual((done.returncode, done.stdout), (2, ""))
+
 
 if __name__ == "__main__":
     unittest.main()
