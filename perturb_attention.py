@@ -500,7 +500,7 @@ def main(argv=None):
 
 def _run(args):
     check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
-                   ("--export", args.export, None)],
+                   ("--export", args.export, None), ("--scaffold", args.scaffold, None)],
                   [("--head", args.head), ("--grade", args.grade)])
     if args.scaffold is not None or args.grade is not None:
         check_stdout()      # both print what they did: a closed output is said before doing it

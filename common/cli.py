@@ -220,11 +220,14 @@ def parse_trace_args(parser, argv, other_inputs=()):
 
 
 def check_outputs(outputs, inputs=()):
-    """Refuse, before any work, an output that is empty, a folder, a shipped file other than its
-    own view, an input or another output. outputs: (flag, path, own) triples, inputs (flag, path)
-    pairs; a path of None is a flag not given."""
+    """Refuse, before any work, an output that is empty, '-', a folder, a shipped file other than
+    its own view, an input or another output. outputs: (flag, path, own) triples, inputs (flag,
+    path) pairs; a path of None is a flag not given."""
     named = [(flag, path) for flag, path, _ in outputs] + list(inputs)
     for flag, path, own in outputs:
+        if path == "-":         # what other tools read as standard output would be a file "-"
+            raise ValueError(f"{flag} takes a file name, got '-': this command writes files, "
+                             f"not standard output")
         if path is not None:
             check_output_path(path, own, [(other, p) for other, p in named if other != flag])
 

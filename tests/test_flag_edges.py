@@ -2,6 +2,8 @@
 script's digits, a hint that named the flag it rejected, a flag given twice, '-' as an output, a
 large head's JSON. Each test runs the doors as a learner does (tests.helpers.run_script)."""
 
+import os
+import tempfile
 import unittest
 
 from tests.helpers import MessageAssertions, run_script
@@ -51,6 +53,26 @@ class OptionsAreNamedForWhatTheyAre(MessageAssertions, unittest.TestCase):
                 done = run_script(script, *args)
                 self.assertOneLineError(done, said)
                 self.assertEqual((done.returncode, done.stdout), (2, ""))
+
+
+class OutputsAreFiles(MessageAssertions, unittest.TestCase):
+
+    def test_a_dash_as_an_output_is_refused_not_written_as_a_file_named_dash(self):
+        """'-', standard output to many tools, was a file named '-' in the working folder, made
+        by every output flag alike ("wrote -")."""
+        doors = [("perturb_attention.py", flag) for flag in ("--svg", "--html", "--export",
+                                                             "--scaffold")]
+        doors += [("trace_attention.py", flag) for flag in ("--svg", "--html", "--export")]
+        doors += [("train_attention.py", flag) for flag in ("--svg", "--export")]
+        doors += [("bpe.py", "train README.md --vocab-size 300 --out")]
+        with tempfile.TemporaryDirectory() as tmp:
+            for script, flag in doors:
+                with self.subTest(script=script, flag=flag):
+                    done = run_script(script, *flag.split(), "-", cwd=tmp)
+                    self.assertOneLineError(done, f"{flag.split()[-1]} takes a file name, got "
+                                                  f"'-': this command writes files, not "
+                                                  f"standard output")
+                    self.assertEqual(os.listdir(tmp), [])
 
 
 if __name__ == "__main__":
