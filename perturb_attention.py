@@ -49,7 +49,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
                             trace_parser)
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
-    from common.views import heatmaps_svg, number, panel, text_table
+    from common.views import MAX_TOKENS, heatmaps_svg, number, panel, text_table
     from lab06 import lab as lab06
     from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
     from lab06.page import lab_page
@@ -455,6 +455,20 @@ def _refuse_conflicts(parser, args):
                          f"line per check; drop {', '.join(extras)}")
 
 
+def _check_views_fit(args, head):
+    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work:
+    a table or map that wide cannot be read, and the grader asks for no larger one. The JSON
+    takes the lab's own limit, lab06.MAX_HEAD_POSITIONS."""
+    views = [flag for flag, given in (("--table", args.table), ("--svg", args.svg),
+                                      ("--html", args.html), ("--grade", args.grade)) if given]
+    T = len(head["X"])
+    if views and T > MAX_TOKENS:
+        raise ValueError(f"{os.path.basename(args.head)} has {T} positions: "
+                         f"{' and '.join(views)} take{'s' * (len(views) == 1)} heads of at most "
+                         f"{MAX_TOKENS}; without {'it' if len(views) == 1 else 'them'}, the "
+                         f"head prints as JSON")
+
+
 def main(argv=None):
     parser = trace_parser("Lab 06: compute one attention head, then perturb it. Positions in the "
                           "flags count from 1, as the lab does; a number may be a fraction such "
@@ -516,6 +530,7 @@ def _run(args):
         except (ValueError, TypeError) as e:
             raise ValueError(f"--values: {e} (rows a,b/c,d/...: '/' between rows, ',' "
                              f"between numbers)") from None
+    _check_views_fit(args, head)
     if args.grade is not None:
         from lab06 import grader as grade_lab06
         own = args.head is not None or args.values is not None or changes

@@ -66,7 +66,9 @@ EQUAL_MIXTURE_VALUES = [[2.0, 0.0], [2.0, 0.0], [4.0, 0.0]]    # two maps with o
 EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
-MAX_SIZE = MAX_TOKENS                 # the most positions and width of a head read from a file
+MAX_WIDTH = MAX_TOKENS                # the widest head read from a file: d_model, d_head, V's
+MAX_HEAD_POSITIONS = 128              # its most positions: its JSON holds a dozen (T, T) maps, and
+                                      # its views and grading take MAX_TOKENS (perturb_attention.py)
 
 
 def projected(head=HEAD):
@@ -433,8 +435,8 @@ def lab():
 
 def read_head(path):
     """A head from a JSON file {"X": …, "WQ": …, "WK": …, "WV": …} with an optional
-    "allowed" (default: causal). Any number of positions and any widths that fit; raises
-    ValueError naming the file and what is wrong, with the lab's rejections."""
+    "allowed" (default: causal). At most MAX_HEAD_POSITIONS positions and widths of at most
+    MAX_WIDTH; raises ValueError naming the file and what is wrong, with the lab's rejections."""
     name = os.path.basename(path)
     text = read_text(path)                # its own errors name the file
     try:
@@ -459,9 +461,10 @@ def read_head(path):
     try:
         for key in ("X", "WQ", "WK", "WV"):
             rows, cols = check_matrix(key, data[key])
-            if max(rows, cols) > MAX_SIZE:
-                raise ValueError(f"{key} is ({rows}, {cols}): the lab's views take heads of at "
-                                 f"most {MAX_SIZE} positions and widths")
+            if rows > (MAX_HEAD_POSITIONS if key == "X" else MAX_WIDTH) or cols > MAX_WIDTH:
+                raise ValueError(f"{key} is ({rows}, {cols}): the lab takes heads of at most "
+                                 f"{MAX_HEAD_POSITIONS} positions and widths of at most "
+                                 f"{MAX_WIDTH}")
         d_model = len(data["X"][0])
         for key in ("WQ", "WK", "WV"):
             if len(data[key]) != d_model:
@@ -485,9 +488,8 @@ def with_values(head, values):
     """The head with values of your own: V := values (one row per position) in place of X·WV, for
     the baseline and every change. Raises ValueError when they do not fit the head."""
     rows, cols = check_matrix("V", values)
-    if cols > MAX_SIZE:
-        raise ValueError(f"V is ({rows}, {cols}): the lab's views take widths of at most "
-                         f"{MAX_SIZE}")
+    if cols > MAX_WIDTH:
+        raise ValueError(f"V is ({rows}, {cols}): the lab takes widths of at most {MAX_WIDTH}")
     projected(head)                       # a head with all it needs
     if len(values) != len(head["X"]):
         raise ValueError(f"V needs one row per position of the head ({len(head['X'])}), "

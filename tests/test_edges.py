@@ -517,8 +517,8 @@ class LabHeadsAndFlags(MessageAssertions, unittest.TestCase):
     def test_a_head_of_3000_positions_is_refused_at_once_with_the_limit(self):
         done = run_script("perturb_attention.py", "--head",
                           self.head_file("big.json", X=[[1.0, 0.0]] * 3000))
-        self.assertOneLineError(done, "big.json: X is (3000, 2): the lab's views take heads of at "
-                                      "most 64 positions and widths")
+        self.assertOneLineError(done, "big.json: X is (3000, 2): the lab takes heads of at most "
+                                      "128 positions and widths of at most 64")
 
     def test_a_null_mask_in_a_head_file_is_named(self):
         done = run_script("perturb_attention.py", "--head", self.head_file("null.json",

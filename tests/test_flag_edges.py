@@ -2,10 +2,13 @@
 script's digits, a hint that named the flag it rejected, a flag given twice, '-' as an output, a
 large head's JSON. Each test runs the doors as a learner does (tests.helpers.run_script)."""
 
+import json
 import os
 import tempfile
 import unittest
 
+from common.views import MAX_TOKENS
+from lab06 import lab
 from tests.helpers import MessageAssertions, run_script
 
 
@@ -73,6 +76,37 @@ class OutputsAreFiles(MessageAssertions, unittest.TestCase):
                                                   f"'-': this command writes files, not "
                                                   f"standard output")
                     self.assertEqual(os.listdir(tmp), [])
+
+
+class ViewsHaveTheirOwnLimit(MessageAssertions, unittest.TestCase):
+
+    def test_a_head_too_long_for_the_views_prints_as_json(self):
+        """A head of more than MAX_TOKENS positions was refused whatever was asked: the limit is
+        the views' and the grader's (a table that wide cannot be read), not the JSON's."""
+        T = MAX_TOKENS + 1
+        with tempfile.TemporaryDirectory() as tmp:
+            head = os.path.join(tmp, "long.json")
+            with open(head, "w", encoding="utf-8") as f:
+                json.dump({"X": [[1.0]] * T, "WQ": [[1.0]], "WK": [[1.0]], "WV": [[1.0]]}, f)
+            done = run_script("perturb_attention.py", "--head", head)
+            self.assertEqual((done.returncode, done.stderr), (0, ""))
+            self.assertEqual(len(json.loads(done.stdout)["baseline"]["weights"]), T)
+            for views, said in (
+                    (["--table", "--baseline"], "--table takes heads of at most"),
+                    (["--svg", "h.svg", "--html", "h.html"], "--svg and --html take heads of "
+                                                             "at most"),
+                    (["--grade", "tiny_attention.py"], "--grade takes heads of at most")):
+                with self.subTest(views=views):
+                    done = run_script("perturb_attention.py", "--head", head, *views, cwd=tmp)
+                    self.assertOneLineError(done, f"long.json has {T} positions: {said} "
+                                                  f"{MAX_TOKENS}; without")
+                    self.assertEqual(sorted(os.listdir(tmp)), ["long.json"])
+            with open(head, "w", encoding="utf-8") as f:       # the lab's own limit stays
+                json.dump({"X": [[1.0]] * (lab.MAX_HEAD_POSITIONS + 1), "WQ": [[1.0]],
+                           "WK": [[1.0]], "WV": [[1.0]]}, f)
+            self.assertOneLineError(run_script("perturb_attention.py", "--head", head),
+                                    f"long.json: X is ({lab.MAX_HEAD_POSITIONS + 1}, 1): the lab "
+                                    f"takes heads of at most {lab.MAX_HEAD_POSITIONS} positions")
 
 
 if __name__ == "__main__":
