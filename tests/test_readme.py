@@ -350,6 +350,16 @@ class ReadmeIsTrue(unittest.TestCase):
             f"README.md should show:\n{done.stdout}",
         )
 
+    def test_the_readmes_own_sentence_is_cut_into_its_words(self):
+        """The example of --sentence is one the lesson's tokenizer cuts into words: one it cut
+        into fragments ("the big dog sees a blue kite.", 15 of them) showed a map of pieces."""
+        sentences = re.findall(r'--sentence "([^"]+)"', read("README.md"))
+        self.assertTrue(sentences)
+        tokenizer = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
+        for sentence in sentences:
+            self.assertEqual([token.strip() for token in tokenizer.tokens(sentence)],
+                             re.findall(r"\w+|\.", sentence), sentence)
+
     def test_first_screen_gives_the_two_commands(self):
         first_screen = "\n".join(read("README.md").splitlines()[:30])
         self.assertIn("```\npython3 trace_attention.py\n```", first_screen)
