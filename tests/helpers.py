@@ -90,7 +90,7 @@ def folder_copy(*names):
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-            shutil.copy(os.path.join(HERE, name), os.path.join(tmp, name))
+            shutil.copyfile(os.path.join(HERE, name), os.path.join(tmp, name))
         os.makedirs(os.path.join(tmp, os.path.dirname(safe_io.PROJECT_FILES)), exist_ok=True)
         with open(os.path.join(tmp, safe_io.PROJECT_FILES), "w", encoding="utf-8") as f:
             f.write("".join(f"{name}\n" for name in (*names, safe_io.PROJECT_FILES)))

@@ -1,14 +1,18 @@
 """The command lines' small edges a third hostile pass found, each kept fixed: a seed of another
 script's digits, a hint that named the flag it rejected, a flag given twice, '-' as an output, a
-large head's JSON. Each test runs the doors as a learner does (tests.helpers.run_script)."""
+large head's JSON, and a read-only download. Each test runs the doors as a learner does
+(tests.helpers.run_script)."""
 
 import json
 import os
+import stat
 import tempfile
 import unittest
+from unittest import mock
 
 from common.views import MAX_TOKENS
 from lab06 import lab
+from tests import helpers
 from tests.helpers import MessageAssertions, run_script
 
 
@@ -107,6 +111,22 @@ class ViewsHaveTheirOwnLimit(MessageAssertions, unittest.TestCase):
             self.assertOneLineError(run_script("perturb_attention.py", "--head", head),
                                     f"long.json: X is ({lab.MAX_HEAD_POSITIONS + 1}, 1): the lab "
                                     f"takes heads of at most {lab.MAX_HEAD_POSITIONS} positions")
+
+
+class ReadOnlyDownload(unittest.TestCase):
+
+    def test_a_copy_of_a_read_only_file_can_be_edited(self):
+        """In a download made read-only (chmod a-w), tests that copy a file to edit it (a stale
+        record, a shipped view) could not: shutil.copy copied the mode too. The tests copy the
+        content alone (shutil.copyfile); as root no write is stopped, so the mode is read."""
+        with tempfile.TemporaryDirectory() as download:
+            with open(os.path.join(download, "attention-weights.svg"), "w", encoding="utf-8") as f:
+                f.write("<svg/>\n")
+            os.chmod(os.path.join(download, "attention-weights.svg"), 0o444)
+            with mock.patch.object(helpers, "HERE", download), \
+                    helpers.folder_copy("attention-weights.svg") as copy:
+                mode = os.stat(os.path.join(copy, "attention-weights.svg")).st_mode
+        self.assertTrue(mode & stat.S_IWUSR, oct(mode))
 
 
 if __name__ == "__main__":

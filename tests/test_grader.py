@@ -695,6 +695,7 @@ class Grader(MessageAssertions, unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the project's folder
             shutil.copytree(HERE, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
                 ".git", "__pycache__", "tests", "*.png", "*.html", "*.svg"))
+            os.chmod(tmp, 0o700)      # copytree gave it the folder's mode, read-only in a download
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)

@@ -301,7 +301,8 @@ class CommandLine(unittest.TestCase, MessageAssertions):
 
     def test_check_fails_on_a_stale_record_and_passes_on_a_fresh_one(self):
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copy(os.path.join(HERE, "attention-trace.json"), tmp)
+            shutil.copyfile(os.path.join(HERE, "attention-trace.json"),
+                            os.path.join(tmp, "attention-trace.json"))
             os.mkdir(os.path.join(tmp, "kv_cache"))
             with open(os.path.join(tmp, "kv_cache", "kv-cache-trace.json"), "w",
                       encoding="utf-8") as f:

@@ -206,7 +206,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         """trace_attention.main with its recorded file and tokenizer in a temporary folder."""
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("attention-trace.json", "tokenizer.json"):
-                shutil.copy(os.path.join(HERE, name), tmp)
+                shutil.copyfile(os.path.join(HERE, name), os.path.join(tmp, name))
             if prepare:
                 prepare(tmp)
             with mock.patch.object(
@@ -256,7 +256,8 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         )
         self.assertNotEqual(done.returncode, 0)
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copy(os.path.join(HERE, "tokenizer.json"), tmp)
+            shutil.copyfile(os.path.join(HERE, "tokenizer.json"),
+                            os.path.join(tmp, "tokenizer.json"))
             with mock.patch.object(ta, "TRACE_PATH", os.path.join(tmp, "attention-trace.json")):
                 self.assertEqual(run_main(ta.main, "--write").returncode, 0)
                 done = run_main(ta.main, "--check")

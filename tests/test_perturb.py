@@ -301,8 +301,8 @@ class CommandLine(unittest.TestCase):
         ):
             with self.subTest(fragment=fragment), tempfile.TemporaryDirectory() as tmp:
                 os.mkdir(os.path.join(tmp, "lab06"))
-                shutil.copy(os.path.join(HERE, "lab06", "perturb-trace.json"),
-                            os.path.join(tmp, "lab06"))
+                shutil.copyfile(os.path.join(HERE, "lab06", "perturb-trace.json"),
+                                os.path.join(tmp, "lab06", "perturb-trace.json"))
                 prepare(tmp)
                 done = run_script("perturb_attention.py", "--check", folder=tmp)
                 self.assertNotEqual(done.returncode, 0)

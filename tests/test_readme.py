@@ -329,7 +329,7 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_tokenizer_commands_print_what_the_readme_shows(self):
         readme = read("README.md")
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copy(os.path.join(HERE, "README.md"), tmp)
+            shutil.copyfile(os.path.join(HERE, "README.md"), os.path.join(tmp, "README.md"))
             done = run_main(
                 bpe.main,
                 "train",

@@ -99,7 +99,7 @@ class CommandLineErrors(unittest.TestCase):
 
     def copy(self, *names):
         for name in names:
-            shutil.copy(os.path.join(HERE, name), self.tmp)
+            shutil.copyfile(os.path.join(HERE, name), os.path.join(self.tmp, name))
 
     def write(self, name, data):
         path = os.path.join(self.tmp, name)
