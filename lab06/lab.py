@@ -67,8 +67,7 @@ EQUAL_MIXTURE_WEIGHTS = ([0.25, 0.25, 0.5], [0.375, 0.125, 0.5])
 SCORE_OFFSET = 1000.0                 # and a constant added to every allowed score
 DIGITS = 10                           # perturb-trace.json rounds every number to 10 decimals
 MAX_WIDTH = MAX_TOKENS                # the widest head read from a file: d_model, d_head, V's
-MAX_HEAD_POSITIONS = 128              # its most positions: its JSON holds a dozen (T, T) maps, and
-                                      # its views and grading take MAX_TOKENS (perturb_attention.py)
+MAX_HEAD_POSITIONS = 128              # its most positions: a dozen (T, T) maps; views: MAX_TOKENS
 
 
 def projected(head=HEAD):
