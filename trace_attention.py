@@ -6,7 +6,7 @@
     python3 trace_attention.py --table    the same trace as aligned tables, labelled by token
     python3 trace_attention.py --svg FILE the weights of the three mask modes as heatmaps
     python3 trace_attention.py --html FILE    an explorer page to open in a browser (explorer/)
-    python3 trace_attention.py --sentence "the big dog sees a blue kite." [--changed TEXT]
+    python3 trace_attention.py --sentence "mia sees the big dog and the cat." [--changed TEXT]
     python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
     python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
     python3 trace_attention.py --export FILE    the causal weights as {tokens, attention} for

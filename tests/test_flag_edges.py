@@ -113,6 +113,14 @@ class ViewsHaveTheirOwnLimit(MessageAssertions, unittest.TestCase):
                                     f"takes heads of at most {lab.MAX_HEAD_POSITIONS} positions")
 
 
+    def test_the_lab_readme_states_the_head_files_limits(self):
+        with open(os.path.join(helpers.HERE, "lab06", "README.md"), encoding="utf-8") as f:
+            readme = " ".join(f.read().split())
+        self.assertIn(f"of at most {lab.MAX_HEAD_POSITIONS} positions and widths of at most "
+                      f"{lab.MAX_WIDTH} (a table, a picture or `--grade` takes at most "
+                      f"{MAX_TOKENS} positions)", readme)
+
+
 class ReadOnlyDownload(unittest.TestCase):
 
     def test_a_copy_of_a_read_only_file_can_be_edited(self):
