@@ -19,7 +19,9 @@ in the state its fragment names.
 
 Every number is computed here, in Python, by the one attention core (attention_forward for the
 lesson, attend through lab06 for the lab), formatted here and embedded as JSON. The page's script
-only shows what it is given: no softmax, no product, no rounding in JavaScript.
+only shows what it is given: no softmax, no product, no rounding in JavaScript. The page's
+style and script are explorer.css and explorer.js beside this file, read and written into the
+page whole.
 
     lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
     fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
@@ -34,12 +36,14 @@ token: the trace, its tables and its figures show those.
 import html
 import json
 import math
+import os
 from fractions import Fraction
 from math import fsum
 
 from attention import MASK_MODES, attention_forward, causal_mask
 from common import checks
 from common.golden import changed_rows
+from common.safe_io import read_text
 from common.views import (HIGHLIGHT, MAX_DENOMINATOR, MAX_TOKENS, TOLERANCE, _colour,
                           exact_fraction, number, subscript, token_labels)
 
@@ -211,7 +215,10 @@ def _lesson_maps(params, x):
 def _explored(maps, rows, cols, side, exact):
     """What the page embeds: for each map its numbers (scores with None for −∞), each cell as
     shown, the rows that differ from the first map, and every cell's and row's arithmetic. side is
-    the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z")."""
+    the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z").
+    A map holds its key, title, subtitle, q, k, v and mixed (T, d_head), scores and weights
+    (T, S), blocked (T, S) True where the mask blocks a pair, zeroed (T, S) or None, and future
+    (mark j > i); rows and cols are T and S labels; exact adds the fractions numbers stand for."""
     first = maps[0]
     modes = []
     for m in maps:
@@ -247,219 +254,17 @@ def _cell(m, i, j):
 
 # ---- the page ----------------------------------------------------------------------------------
 
-CSS = """
-:root{--changed:""" + HIGHLIGHT + """}
-body{font:15px/1.45 "DejaVu Sans",Verdana,sans-serif;color:#111;background:#fff;max-width:860px;
-  margin:12px auto;padding:0 10px}
-h1{font-size:20px;margin:0 0 4px}
-.note,.legend,.help{font-size:13px;color:#333;margin:6px 0}
-code{white-space:nowrap;font-size:12px}
-nav{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:10px 0 4px}
-.switch{font-size:13px;color:#333}
-button.mode{font:inherit;font-size:13px;padding:3px 9px;border:2px solid #555;border-radius:4px;
-  background:#fff;color:#111;cursor:pointer}
-button.mode[aria-pressed=true]{background:#08306b;border-color:#08306b;color:#fff}
-button:focus-visible,#grid:focus-visible{outline:3px solid #111;outline-offset:3px}
-#subtitle{font-size:14px;margin:4px 0;min-height:1.45em}
-.scroll{overflow-x:auto;padding:6px 4px}
-#grid{border-collapse:separate;border-spacing:0}
-caption{text-align:left;font-size:13px;color:#333;padding-bottom:4px}
-#grid th{font-weight:normal;font-size:13px;padding:2px 6px;white-space:nowrap}
-th.corner{color:#555;font-size:12px!important;text-align:right}
-th.row{text-align:right;cursor:pointer}
-th.focus{font-weight:bold!important;text-decoration:underline}
-td.cell{width:62px;min-width:62px;height:40px;text-align:center;font-size:14px;cursor:pointer;
-  font-variant-numeric:tabular-nums;border:2px solid #fff;box-sizing:border-box}
-td.cell.masked,td.cell.zeroed{text-shadow:0 0 3px #fff,0 0 3px #fff}
-td.cell.masked{background:repeating-linear-gradient(45deg,#f0f0f0 0 3px,#c4c4c4 3px 5px)}
-td.cell.zeroed,.key.zeroed{background:radial-gradient(circle,var(--changed) 1.6px,#fdecd8 2.2px)
-  0 0/8px 8px}
-td.cell.future{border:2px dashed #c51b7d}
-td.cell.dim,td.side.dim{opacity:.5}
-td.cell.focus{outline:3px solid #111;outline-offset:1px;position:relative;z-index:1}
-tr.changed td.cell{box-shadow:inset 0 3px 0 var(--changed),inset 0 -3px 0 var(--changed)}
-td.mark{color:var(--changed);font-size:13px;white-space:nowrap;padding:0 6px;min-width:78px}
-td.side{background:#f4f4f4;min-width:64px;text-align:center;font-size:14px;border:2px solid #fff;
-  font-variant-numeric:tabular-nums}
-td.side.changed{box-shadow:inset 0 0 0 3px var(--changed)}
-th.side-head{font-weight:bold!important}
-#status{font-size:14px;font-weight:bold;margin:6px 0 2px}
-#arithmetic{font-size:14px;border-top:1px solid #bbb;padding-top:4px;min-height:9em}
-#arithmetic .line{margin:2px 0;white-space:pre-wrap;font-family:"DejaVu Sans Mono",monospace;
-  font-size:13px}
-#arithmetic .line:first-child{font-family:inherit;font-size:14px}
-.num{font-weight:bold}
-.key{display:inline-block;width:14px;height:14px;border:1px solid #777;vertical-align:-2px}
-.key.masked{background:repeating-linear-gradient(45deg,#f0f0f0 0 3px,#c4c4c4 3px 5px)}
-.key.future{border:2px dashed #c51b7d}
-.key.changed{border:3px solid var(--changed)}
-"""
-
-# Shows what the data holds: every number arrives as text; nothing is computed from the weights.
-SCRIPT = r"""
-"use strict";
-const data = JSON.parse(document.getElementById("explorer-data").textContent);
-const grid = document.getElementById("grid");
-const T = data.rows.length, S = data.cols.length;
-const state = {mode: 0, row: null, col: null, locked: false};
-const MOVES = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
-
-function show(lines, into) {
-  for (const line of lines) {
-    const div = document.createElement("div");
-    div.className = "line";
-    for (const piece of line) {
-      if (typeof piece === "string") { div.append(piece); continue; }
-      const span = document.createElement("span");
-      span.className = "num";
-      span.dataset.name = piece[0];
-      span.textContent = piece[1];
-      div.append(span);
-    }
-    into.append(div);
-  }
-}
-
-function where() {
-  return "row " + (state.row + 1) + " (" + data.rows[state.row] + ")" + (state.col === null ? ""
-    : ", column " + (state.col + 1) + " (" + data.cols[state.col] + ")");
-}
-
-function render() {
-  const m = data.modes[state.mode];
-  for (const b of document.querySelectorAll("button.mode")) {
-    b.setAttribute("aria-pressed", String(b.dataset.mode === m.key));
-  }
-  document.getElementById("subtitle").textContent = m.subtitle;
-  for (const td of grid.querySelectorAll("td.cell")) {
-    const i = Number(td.dataset.row), j = Number(td.dataset.col), c = m.cells[i][j];
-    td.textContent = c.text;
-    td.className = "cell " + c.kind;
-    td.style.backgroundColor = c.fill || "";
-    td.style.color = c.ink;
-    td.classList.toggle("dim", state.row !== null && i !== state.row);
-    td.classList.toggle("focus", i === state.row && j === state.col);
-  }
-  for (const tr of grid.querySelectorAll("tbody tr")) {
-    const i = Number(tr.dataset.row), changed = m.changed.includes(i);
-    tr.classList.toggle("changed", changed);
-    tr.querySelector("td.mark").textContent = changed ? "\u25c0 changed" : "";
-  }
-  for (const td of grid.querySelectorAll("td.side")) {
-    const i = Number(td.dataset.row);
-    td.textContent = m.side_text[i][Number(td.dataset.col)];
-    td.classList.toggle("changed", m.side_changed.includes(i));
-    td.classList.toggle("dim", state.row !== null && i !== state.row);
-  }
-  for (const th of grid.querySelectorAll("th.row")) {
-    th.classList.toggle("focus", Number(th.dataset.row) === state.row);
-  }
-  for (const th of grid.querySelectorAll("th.col")) {
-    th.classList.toggle("focus", Number(th.dataset.col) === state.col);
-  }
-  const panel = document.getElementById("arithmetic");
-  panel.replaceChildren();
-  if (state.row !== null) {
-    const rowLines = m.row_arithmetic[state.row];
-    show(state.col === null ? rowLines : m.arithmetic[state.row][state.col].concat(rowLines),
-         panel);
-  }
-  document.getElementById("status").textContent = state.row === null
-    ? "Hover a cell to see how its weight comes about."
-    : state.locked ? "Locked on " + where() + ": click it again or press Escape to unlock."
-    : "Showing " + where() + ": click to lock.";
-  let fragment = "mode=" + m.key;
-  if (state.locked && state.row !== null) {
-    fragment += "&row=" + (state.row + 1) + (state.col === null ? "" : "&col=" + (state.col + 1));
-  }
-  if (location.hash !== "#" + fragment) history.replaceState(null, "", "#" + fragment);
-}
-
-function position(text, n) {
-  const k = Number(text);
-  return text !== null && Number.isInteger(k) && k >= 1 && k <= n ? k - 1 : null;
-}
-
-function readFragment() {
-  const asked = new URLSearchParams(location.hash.slice(1));
-  const mode = data.modes.findIndex(m => m.key === asked.get("mode"));
-  state.mode = mode >= 0 ? mode : 0;
-  state.row = position(asked.get("row"), T);
-  state.col = state.row === null ? null : position(asked.get("col"), S);
-  state.locked = state.row !== null;
-}
-
-function pointedAt(event) {
-  const target = event.target.closest("td.cell, th.row");
-  return target && [Number(target.dataset.row),
-                    target.dataset.col === undefined ? null : Number(target.dataset.col)];
-}
-
-grid.addEventListener("mouseover", event => {
-  const at = pointedAt(event);
-  if (!at || state.locked) return;
-  [state.row, state.col] = at;
-  render();
-});
-grid.addEventListener("mouseleave", () => {
-  if (state.locked) return;
-  state.row = state.col = null;
-  render();
-});
-grid.addEventListener("click", event => {
-  const at = pointedAt(event);
-  if (!at) return;
-  if (state.locked && at[0] === state.row && at[1] === state.col) {
-    state.locked = false;
-  } else {
-    [state.row, state.col] = at;
-    state.locked = true;
-  }
-  render();
-});
-grid.addEventListener("keydown", event => {
-  if (event.key in MOVES) {
-    const [down, right] = MOVES[event.key];
-    if (state.row === null) {
-      state.row = state.col = 0;
-    } else {
-      state.row = Math.min(Math.max(state.row + down, 0), T - 1);
-      state.col = Math.min(Math.max((state.col === null ? 0 : state.col) + right, 0), S - 1);
-    }
-    state.locked = true;
-  } else if (event.key === "Enter" || event.key === " ") {
-    if (state.row === null) {
-      state.row = state.col = 0;
-      state.locked = true;
-    } else {
-      state.locked = !state.locked;
-    }
-  } else {
-    return;
-  }
-  event.preventDefault();
-  render();
-});
-document.addEventListener("keydown", event => {
-  if (event.key !== "Escape" || !state.locked) return;
-  state.locked = false;
-  render();
-});
-for (const button of document.querySelectorAll("button.mode")) {
-  button.addEventListener("click", () => {
-    state.mode = data.modes.findIndex(m => m.key === button.dataset.mode);
-    render();
-  });
-}
-window.addEventListener("hashchange", () => { readFragment(); render(); });
-readFragment();
-render();
-"""
+FOLDER = os.path.dirname(os.path.abspath(__file__))
+STYLE_PATH = os.path.join(FOLDER, "explorer.css")
+SCRIPT_PATH = os.path.join(FOLDER, "explorer.js")     # shows the data's numbers; computes none
 
 
 def _page(title, note, command, switch, data):
-    """One HTML file: the static frame, the data as JSON and the script that shows it. note names
-    the command that wrote the page, which is shown as code."""
+    """One HTML file: the static frame, the style and script of explorer.css and explorer.js, and
+    data, what _explored returned, as JSON. note names the command that wrote the page, which is
+    shown as code. Raises OSError or ValueError when either file cannot be read."""
+    style, script = read_text(STYLE_PATH), read_text(SCRIPT_PATH)
+    # a changed row's orange comes before the style: HIGHLIGHT, which the SVG views mark with too
     rows, cols, modes = data["rows"], data["cols"], data["modes"]
     width = len(modes[0]["mixed"][0])
     e = html.escape
@@ -484,7 +289,9 @@ def _page(title, note, command, switch, data):
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)}</title>
-<style>{CSS}</style>
+<style>
+:root{{--changed:{HIGHLIGHT}}}
+{style}</style>
 </head>
 <body>
 <h1>{e(title)}</h1>
@@ -514,7 +321,8 @@ press Escape to unlock. Tab to the map (or click it), then the arrow keys move t
 Enter or Space locks or unlocks it. The address keeps the state, #mode=…&amp;row=…&amp;col=…
 (positions from 1): copy it to share what you see.</p>
 <script type="application/json" id="explorer-data">{embedded}</script>
-<script>{SCRIPT}</script>
+<script>
+{script}</script>
 </body>
 </html>
 """

@@ -15,9 +15,11 @@ import tempfile
 import unittest
 from html.parser import HTMLParser
 from math import fsum
+from unittest import mock
 
 from attention import attention_forward, softmax_row
 from common.golden import rounded
+from common.safe_io import read_text
 from common.views import number, token_labels
 from explorer import page as explorer
 from lab06 import page as lab_explorer
@@ -98,7 +100,7 @@ def vector_text(values):
 LESSON, LAB = lesson_page(), lab_page()    # each built once: a few milliseconds
 
 
-class PageStandsAlone(unittest.TestCase):
+class PageStandsAlone(MessageAssertions, unittest.TestCase):
 
     def test_no_tag_names_an_external_src_or_href_and_no_style_loads_a_url(self):
         for name, page in (("lesson", LESSON), ("lab", LAB)):
@@ -122,6 +124,22 @@ class PageStandsAlone(unittest.TestCase):
     def test_a_head_of_more_than_64_positions_is_refused(self):
         with self.assertRaisesRegex(ValueError, "the explorer takes at most 64 positions, got 65"):
             lab_explorer.lab_page({"baseline": {"weights": [[1.0]] * 65}}, [])
+
+    def test_each_page_holds_explorer_css_and_explorer_js_whole(self):
+        style, script = read_text(explorer.STYLE_PATH), read_text(explorer.SCRIPT_PATH)
+        for name, page in (("lesson", LESSON), ("lab", LAB)):
+            blocks = Parsed(page).blocks
+            self.assertTrue(style in blocks["style"], f"{name}'s page lacks explorer.css")
+            self.assertTrue(script in blocks["script"], f"{name}'s page lacks explorer.js")
+
+    def test_a_missing_style_or_script_file_is_a_one_line_error_of_html(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing, out = os.path.join(tmp, "explorer.css"), os.path.join(tmp, "page.html")
+            for name in ("STYLE_PATH", "SCRIPT_PATH"):
+                with self.subTest(file=name), mock.patch.object(explorer, name, missing):
+                    self.assertOneLineError(run_main(ta.main, "--html", out),
+                                            f"cannot read {missing}")
+                    self.assertFalse(os.path.exists(out))
 
     def test_a_token_that_closes_the_script_stays_inside_the_json(self):
         params, x, tokens = lesson_runs()[1]
