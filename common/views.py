@@ -189,7 +189,7 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
             "axes": tuple(axes)}
 
 
-def _colour(w):
+def colour(w):
     """White at 0 to deep blue at 1."""
     w = min(max(w, 0.0), 1.0)
     low, high = (247, 251, 255), (8, 48, 107)
@@ -274,7 +274,7 @@ def _draw_panel(p, x0, y0):
 def _draw_cell(p, i, j, x, y, cell, font, decimals):
     w, masked, zeroed = p["weights"][i][j], p["hatched"][i][j], p["zeroed"][i][j]
     kind = "cell masked" if masked else "cell zeroed" if zeroed else "cell"
-    fill = MASKED_FILL if masked else ZEROED_FILL if zeroed else _colour(w)
+    fill = MASKED_FILL if masked else ZEROED_FILL if zeroed else colour(w)
     ink = "#555555" if masked or zeroed else ("#ffffff" if w > 0.55 else "#111111")
     text = "0" if masked or zeroed else number(w, decimals)
     return [f'<rect class="{kind}" data-row="{i}" data-col="{j}" x="{x:.1f}" y="{y:.1f}" '
@@ -361,9 +361,9 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_L
         '<pattern id="zeroed" width="8" height="8" patternUnits="userSpaceOnUse">'
         '<rect width="8" height="8" fill="#fdecd8"/><circle cx="4" cy="4" r="1.6" '
         'fill="#d95f02"/></pattern>',
-        f'<linearGradient id="scale"><stop offset="0" stop-color="{_colour(0)}"/>'
-        f'<stop offset="0.5" stop-color="{_colour(0.5)}"/>'
-        f'<stop offset="1" stop-color="{_colour(1)}"/></linearGradient>',
+        f'<linearGradient id="scale"><stop offset="0" stop-color="{colour(0)}"/>'
+        f'<stop offset="0.5" stop-color="{colour(0.5)}"/>'
+        f'<stop offset="1" stop-color="{colour(1)}"/></linearGradient>',
         "<style>"
         ".title{font-size:15px;font-weight:bold;fill:#111}"
         ".subtitle{font-size:12px;fill:#333}"

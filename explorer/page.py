@@ -26,8 +26,13 @@ page whole.
     lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
     fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
 
-These check what they are handed. The rest, underscored, is the page writer's own: it is handed
-only what those doors (and Lab 06's lab_page, which shares _explored and _page) checked or built.
+These check what they are handed. Lab 06's lab_page (lab06/page.py) shares the writer:
+
+    explored(maps, rows, cols, side, exact)          what the page embeds, from maps
+    page_html(title, note, command, switch, data)    the page, around what explored returned
+
+These two are handed only what lab_page or lesson_page checked or built, and check nothing again;
+the rest, underscored, is the page writer's own.
 
 It leaves out the output projection (out = mixed·Wo), the backward pass and the edit of a later
 token: the trace, its tables and its figures show those.
@@ -44,7 +49,7 @@ from attention import MASK_MODES, attention_forward, causal_mask
 from common import checks
 from common.golden import changed_rows
 from common.safe_io import read_text
-from common.views import (HIGHLIGHT, MAX_DENOMINATOR, MAX_TOKENS, TOLERANCE, _colour,
+from common.views import (HIGHLIGHT, MAX_DENOMINATOR, MAX_TOKENS, TOLERANCE, colour,
                           exact_fraction, number, subscript, token_labels)
 
 LN2 = math.log(2)
@@ -212,7 +217,7 @@ def _lesson_maps(params, x):
     return maps
 
 
-def _explored(maps, rows, cols, side, exact):
+def explored(maps, rows, cols, side, exact):
     """What the page embeds: for each map its numbers (scores with None for −∞), each cell as
     shown, the rows that differ from the first map, and every cell's and row's arithmetic. side is
     the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z").
@@ -248,7 +253,7 @@ def _cell(m, i, j):
     zeroed = m["zeroed"] is not None and m["zeroed"][i][j]
     kind = "masked" if masked else "zeroed" if zeroed else "future" if m["future"] and j > i else ""
     return {"text": "0" if masked or zeroed else number(w), "kind": kind,
-            "fill": None if masked or zeroed else _colour(w),
+            "fill": None if masked or zeroed else colour(w),
             "ink": "#333333" if masked or zeroed else ("#ffffff" if w > 0.55 else "#111111")}
 
 
@@ -259,9 +264,9 @@ STYLE_PATH = os.path.join(FOLDER, "explorer.css")
 SCRIPT_PATH = os.path.join(FOLDER, "explorer.js")     # shows the data's numbers; computes none
 
 
-def _page(title, note, command, switch, data):
+def page_html(title, note, command, switch, data):
     """One HTML file: the static frame, the style and script of explorer.css and explorer.js, and
-    data, what _explored returned, as JSON. note names the command that wrote the page, which is
+    data, what explored returned, as JSON. note names the command that wrote the page, which is
     shown as code. Raises OSError or ValueError when either file cannot be read."""
     style, script = read_text(STYLE_PATH), read_text(SCRIPT_PATH)
     # a changed row's orange comes before the style: HIGHLIGHT, which the SVG views mark with too
@@ -308,8 +313,8 @@ def _page(title, note, command, switch, data):
 </div>
 <p id="status" aria-live="polite"></p>
 <section id="arithmetic" aria-live="polite"></section>
-<p class="legend"><span class="key" style="background:{_colour(0)}"></span><span class="key"
-style="background:{_colour(0.5)}"></span><span class="key" style="background:{_colour(1)}"></span>
+<p class="legend"><span class="key" style="background:{colour(0)}"></span><span class="key"
+style="background:{colour(0.5)}"></span><span class="key" style="background:{colour(1)}"></span>
 weight 0 to 1, its number in the cell.
 <span class="key masked"></span> masked: score −∞, weight exactly 0.
 <span class="key zeroed"></span> set to 0 after the softmax.
@@ -341,6 +346,6 @@ def lesson_page(params, x, tokens, sentence):
     note = ("Every number on this page was computed in Python by attention_forward (attention.py) "
             "and written in by trace_attention.py --html; the page's script only shows them. "
             "Untrained, seeded weights; positions count from 1.")
-    return _page(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html",
-                 "mask", _explored(_lesson_maps(params, x), labels, labels, ("mixed", "mixed"),
-                                   exact=False))
+    return page_html(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html",
+                     "mask", explored(_lesson_maps(params, x), labels, labels, ("mixed", "mixed"),
+                                      exact=False))

@@ -5,7 +5,7 @@ with its arithmetic in fractions where they are exact.
 """
 
 from common.views import MAX_TOKENS
-from explorer.page import _explored, _page      # the explorer's writer, shared
+from explorer.page import explored, page_html     # the explorer's writer, shared
 from lab06.lab import HEAD, cases, position_labels, run
 
 
@@ -45,6 +45,6 @@ def lab_page(result, head=HEAD, changes=()):
             "page's "
             "script only shows them. (= 1/3): the fraction gives the float back to the last bit; "
             "(≈ 1/10): within the lab's 1e-9. Positions count from 1.")
-    return _page("Lab 06: one attention head, changed one piece at a time", note,
-                 "perturb_attention.py --html", "map",
-                 _explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))
+    return page_html("Lab 06: one attention head, changed one piece at a time", note,
+                     "perturb_attention.py --html", "map",
+                     explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True))
