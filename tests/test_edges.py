@@ -408,7 +408,7 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
 class EveryShippedFileIsProtected(MessageAssertions, unittest.TestCase):
 
     def test_each_shipped_view_is_rewritten_by_its_own_command_and_no_other(self):
-        from explorer import browser
+        from tests import browser
         views = {"attention-weights.svg", os.path.join("explorer", "attention-explorer.html"),
                  os.path.join("explorer", "attention-explorer.png"),
                  os.path.join("lab06", "lab06-explorer.html"),

@@ -2,7 +2,7 @@
 a real browser each interaction shows the right numbers.
 
 The first classes read the pages' HTML and embedded JSON with the standard library.
-ExplorerInBrowser drives Debian's chromium through chromedriver (browser.py): it runs when
+ExplorerInBrowser drives Debian's chromium through chromedriver (tests/browser.py): it runs when
 EXPLORER_BROWSER_TESTS=1 is set, as .ci/run sets it (the browser tests take seconds, too slow for
 every run of the suite), and skips with one line where chromium or chromedriver is not installed.
 """
@@ -285,7 +285,7 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
                                             fragment)
 
     def test_screenshot_command_refuses_a_missing_page_in_one_line(self):
-        from explorer import browser     # here: urllib.request is slower to load than most tests
+        from tests import browser     # here: urllib.request is slower to load than most tests
         with tempfile.TemporaryDirectory() as tmp:
             missing = os.path.join(tmp, "missing.html")
             self.assertOneLineError(run_main(browser.main, missing, os.path.join(tmp, "x.png")),
@@ -306,7 +306,7 @@ class HtmlFlag(MessageAssertions, unittest.TestCase):
         picture = os.path.relpath(SCREENSHOT, "explorer")
         for text in (f"]({picture})", f"python3 trace_attention.py --html {LESSON_FILE}",
                      f"python3 perturb_attention.py --html {LAB_FILE}",
-                     f"python3 -m explorer.browser {LESSON_FILE} {SCREENSHOT} --fragment "
+                     f"python3 -m tests.browser {LESSON_FILE} {SCREENSHOT} --fragment "
                      f"'{README_STATE}'",
                      f"#{README_STATE}"):
             self.assertTrue(text in readme, f"explorer/README.md should say {text!r}")
@@ -322,7 +322,7 @@ class ExplorerInBrowser(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from explorer import browser     # here: urllib.request is slower to load than most tests
+        from tests import browser     # here: urllib.request is slower to load than most tests
         reason = browser.missing()
         if reason:
             raise unittest.SkipTest(reason)

@@ -99,14 +99,14 @@ class AnOutputIsNeverAnInput(MessageAssertions, unittest.TestCase):
                 self.assertFalse(os.path.exists(same))
 
     def test_a_screenshot_over_its_own_page_is_refused_before_a_browser_starts(self):
-        from explorer import browser
+        from tests import browser
         page = write(self.path("page.html"), "<p>a page</p>")
         with mock.patch.object(browser, "page_screenshot") as shoot:
             done = run_main(browser.main, page, page)
         self.assertOneLineError(done, "is also the page")
         shoot.assert_not_called()
         shown_page, state, width = browser.SHOWN      # the README's picture's command
-        self.assertIn(f"python3 -m explorer.browser {shown_page} {browser.SCREENSHOT} --fragment "
+        self.assertIn(f"python3 -m tests.browser {shown_page} {browser.SCREENSHOT} --fragment "
                       f"'{state}'", read(os.path.join(HERE, "explorer", "README.md")))
         self.assertEqual(width, 880)
         lesson_page = os.path.join(HERE, shown_page)
@@ -513,7 +513,7 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
                            explorer.lesson_page, params, x, ["a", "b"], None)
 
     def test_the_screenshots_width_is_an_argument_and_its_page_a_file(self):
-        from explorer import browser
+        from tests import browser
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "shot.png")
             for width in ("0", "-5", "1000000000"):

@@ -1,7 +1,7 @@
 """A real browser for the explorer's tests and screenshots: Debian's chromium, headless, driven by
 chromedriver over the WebDriver HTTP protocol with urllib. No selenium, no package.
 
-    python3 -m explorer.browser PAGE.html PICTURE.png [--fragment mode=zero&row=2] [--width 880]
+    python3 -m tests.browser PAGE.html PICTURE.png [--fragment mode=zero&row=2] [--width 880]
                                  a screenshot of the whole page, as the README shows one
 
     with Browser() as b:         starts chromedriver and one headless session; quits both at exit
