@@ -3,6 +3,8 @@ const data = JSON.parse(document.getElementById("explorer-data").textContent);
 const grid = document.getElementById("grid");
 const T = data.rows.length, S = data.cols.length;
 const state = {mode: 0, row: null, col: null, locked: false};
+const revealed = new Set();     // with data.predict_first, the maps the learner has revealed
+const reveal = document.getElementById("reveal");
 const MOVES = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
 
 function show(lines, into) {
@@ -26,30 +28,36 @@ function where() {
     : ", column " + (state.col + 1) + " (" + data.cols[state.col] + ")");
 }
 
+function hidden(m) {
+  return Boolean(data.predict_first) && !revealed.has(m.key);
+}
+
 function render() {
-  const m = data.modes[state.mode];
+  const m = data.modes[state.mode], secret = hidden(m);
   for (const b of document.querySelectorAll("button.mode")) {
     b.setAttribute("aria-pressed", String(b.dataset.mode === m.key));
   }
-  document.getElementById("subtitle").textContent = m.subtitle;
+  if (reveal) reveal.hidden = !secret;
+  document.getElementById("subtitle").textContent = secret
+    ? "Predict this map on paper first, then press Reveal." : m.subtitle;
   for (const td of grid.querySelectorAll("td.cell")) {
     const i = Number(td.dataset.row), j = Number(td.dataset.col), c = m.cells[i][j];
-    td.textContent = c.text;
-    td.className = "cell " + c.kind;
-    td.style.backgroundColor = c.fill || "";
-    td.style.color = c.ink;
+    td.textContent = secret ? "?" : c.text;
+    td.className = "cell " + (secret ? "hidden" : c.kind);
+    td.style.backgroundColor = secret ? "" : c.fill || "";
+    td.style.color = secret ? "" : c.ink;
     td.classList.toggle("dim", state.row !== null && i !== state.row);
     td.classList.toggle("focus", i === state.row && j === state.col);
   }
   for (const tr of grid.querySelectorAll("tbody tr")) {
-    const i = Number(tr.dataset.row), changed = m.changed.includes(i);
+    const i = Number(tr.dataset.row), changed = !secret && m.changed.includes(i);
     tr.classList.toggle("changed", changed);
     tr.querySelector("td.mark").textContent = changed ? "\u25c0 changed" : "";
   }
   for (const td of grid.querySelectorAll("td.side")) {
     const i = Number(td.dataset.row);
-    td.textContent = m.side_text[i][Number(td.dataset.col)];
-    td.classList.toggle("changed", m.side_changed.includes(i));
+    td.textContent = secret ? "?" : m.side_text[i][Number(td.dataset.col)];
+    td.classList.toggle("changed", !secret && m.side_changed.includes(i));
     td.classList.toggle("dim", state.row !== null && i !== state.row);
   }
   for (const th of grid.querySelectorAll("th.row")) {
@@ -60,18 +68,22 @@ function render() {
   }
   const panel = document.getElementById("arithmetic");
   panel.replaceChildren();
-  if (state.row !== null) {
+  if (state.row !== null && !secret) {
     const rowLines = m.row_arithmetic[state.row];
     show(state.col === null ? rowLines : m.arithmetic[state.row][state.col].concat(rowLines),
          panel);
   }
-  document.getElementById("status").textContent = state.row === null
-    ? "Hover a cell to see how its weight comes about."
+  document.getElementById("status").textContent = secret
+    ? "Hidden until you predict it: press Reveal, or open the page with #answers=shown."
+    : state.row === null ? "Hover a cell to see how its weight comes about."
     : state.locked ? "Locked on " + where() + ": click it again or press Escape to unlock."
     : "Showing " + where() + ": click to lock.";
   let fragment = "mode=" + m.key;
   if (state.locked && state.row !== null) {
     fragment += "&row=" + (state.row + 1) + (state.col === null ? "" : "&col=" + (state.col + 1));
+  }
+  if (data.predict_first && data.modes.every(mode => revealed.has(mode.key))) {
+    fragment += "&answers=shown";
   }
   if (location.hash !== "#" + fragment) history.replaceState(null, "", "#" + fragment);
 }
@@ -88,6 +100,7 @@ function readFragment() {
   state.row = position(asked.get("row"), T);
   state.col = state.row === null ? null : position(asked.get("col"), S);
   state.locked = state.row !== null;
+  if (asked.get("answers") === "shown") data.modes.forEach(m => revealed.add(m.key));
 }
 
 function pointedAt(event) {
@@ -149,6 +162,12 @@ document.addEventListener("keydown", event => {
 for (const button of document.querySelectorAll("button.mode")) {
   button.addEventListener("click", () => {
     state.mode = data.modes.findIndex(m => m.key === button.dataset.mode);
+    render();
+  });
+}
+if (reveal) {
+  reveal.addEventListener("click", () => {
+    revealed.add(data.modes[state.mode].key);
     render();
   });
 }

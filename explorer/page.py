@@ -302,7 +302,8 @@ def page_html(title, note, command, switch, data):
 <h1>{e(title)}</h1>
 <p class="note">{e(note).replace(e(command), f"<code>{e(command)}</code>")}</p>
 <nav id="modes" aria-label="{e(switch)}"><span class="switch">{e(switch)}:</span>{buttons}</nav>
-<p id="subtitle"></p>
+<p id="subtitle"></p>{'<button type="button" id="reveal">Reveal this map</button>'
+                       if data.get("predict_first") else ""}
 <div class="scroll">
 <table id="grid" tabindex="0" aria-describedby="help">
 <caption>weights: row i's weight on column j, the number in each cell; {e(data["side"])} beside

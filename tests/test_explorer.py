@@ -493,9 +493,29 @@ class ExplorerInBrowser(unittest.TestCase):
         self.open(fragment="mode=causal")
         self.assertEqual(self.browser.run(read), [[False, ""]] * 6)
 
+    def test_labs_page_hides_each_map_until_it_is_revealed(self):
+        """Predict first: the lab's page opens with no number of its answers, not even which
+        rows changed, and shows one map at a time as the learner reveals it."""
+        self.open(LAB_FILE)
+        for key in LAB_KEYS:
+            self.browser.click(f'button[data-mode="{key}"]')
+            self.wait_until(self.pressed, key)
+            self.assertEqual({text for row in self.cells() for text in row}, {"?"}, key)
+            self.assertEqual(self.browser.run(
+                "return [...document.querySelectorAll('td.side, td.mark, #arithmetic')]"
+                ".map(e => e.innerText).join('').replace(/[?\\s]/g, '')"), "", key)
+        self.browser.click(f'button[data-mode="{LAB_KEYS[0]}"]')
+        self.browser.click("#reveal")
+        self.wait_until(lambda: self.cells()[0][0], "1.0000")
+        self.browser.click(f'button[data-mode="{LAB_KEYS[1]}"]')
+        self.wait_until(lambda: self.cells()[0][0], "?")          # the others stay hidden
+        self.open(LAB_FILE, "answers=shown")
+        self.assertEqual(self.cells()[0][0], "1.0000")
+        self.assertEqual(self.fragment(), f"#mode={LAB_KEYS[0]}&answers=shown")
+
     def test_labs_page_shows_each_map_and_its_fractions(self):
         result = lab06.lab()
-        self.open(LAB_FILE)
+        self.open(LAB_FILE, "answers=shown")
         for key, case in zip(LAB_KEYS, lab06.cases(result)):
             self.browser.click(f'button[data-mode="{key}"]')
             self.wait_until(self.pressed, key)
@@ -503,12 +523,12 @@ class ExplorerInBrowser(unittest.TestCase):
             self.assertEqual(self.cells(), [
                 ["0" if h or z else number(w) for w, h, z in zip(w_row, h_row, z_row)]
                 for w_row, h_row, z_row in zip(case["weights"], case["hatched"], marks)], key)
-        self.open(LAB_FILE, "mode=future_key_perturbation&row=3&col=1")
+        self.open(LAB_FILE, "mode=future_key_perturbation&row=3&col=1&answers=shown")
         self.assertEqual(self.shown("weight"), "0.1000")
         self.assertIn("(≈ 1/10)", self.browser.text("#arithmetic"))
-        self.open(LAB_FILE, "mode=baseline&row=2&col=1")
+        self.open(LAB_FILE, "mode=baseline&row=2&col=1&answers=shown")
         self.assertIn("0.3333 (= 1/3)", self.browser.text("#arithmetic"))
-        self.open(LAB_FILE, "mode=connection_removal&row=3&col=2")
+        self.open(LAB_FILE, "mode=connection_removal&row=3&col=2&answers=shown")
         self.assertEqual((self.shown("score"), self.shown("weight")), ("−∞", "0.0000"))
 
     def test_page_fits_880_px_with_no_text_under_12_px(self):
