@@ -49,8 +49,9 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
                             trace_parser)
     from common.export import export_text
     from common.golden import changed_rows, rounded, to_json, write_or_check
-    from common.views import MAX_TOKENS, heatmaps_svg, number, panel, text_table
+    from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table
     from lab06 import lab as lab06
+    from lab06.exact import exact, in_c, in_ln2
     from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
     from lab06.page import lab_page
 except KeyboardInterrupt:
@@ -63,46 +64,6 @@ PAGE = os.path.join("lab06", "lab06-explorer.html")     # the view --html record
 
 
 # ---- views for a person -----------------------------------------------------------------------
-
-def exact(x):
-    """A number as the Part 1 views write it: its small fraction if it has one, else 4 decimals."""
-    fraction = lab06.exact_fraction(x)
-    return str(fraction) if fraction is not None else number(x)
-
-
-def _times(fraction, unit):
-    """"2c", "c", "-c", "1/2·c", "0" for fraction·unit."""
-    if fraction == 0:
-        return "0"
-    if abs(fraction) == 1:
-        return ("-" if fraction < 0 else "") + unit
-    joiner = "·" if fraction.denominator > 1 else ("" if len(unit) == 1 else " ")
-    return f"{fraction}{joiner}{unit}"
-
-
-def in_units(x, unit, name):
-    """x as a view writes it: a small fraction if it is one, else a small fraction of unit (named
-    name: "c", "ln 2"), else 4 decimals; −∞ as −∞.
-
-    >>> in_units(2 * math.log(2), math.log(2), "ln 2"), in_units(0.5, math.log(2), "ln 2")
-    ('2 ln 2', '1/2')
-    """
-    if not math.isfinite(x):
-        return number(x)
-    fraction = lab06.exact_fraction(x)
-    if fraction is not None:
-        return str(fraction)
-    fraction = lab06.exact_fraction(x / unit)
-    return _times(fraction, name) if fraction is not None else number(x)
-
-
-def in_ln2(x):
-    return in_units(x, math.log(2), "ln 2")
-
-
-def in_c(x):
-    return in_units(x, lab06.C, "c")
-
 
 def softmax_sums(case, labels):
     """Each row's allowed sources, exp of each of their scores before any shift, and the sum: the

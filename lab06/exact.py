@@ -1,0 +1,121 @@
+"""Lab 06's exact numbers, written and read: a small fraction (3/2), a small fraction of ln 2 or
+of c = √2·ln 2 (2 ln 2, 1/2·ln 2, c), or −∞. The views of perturb_attention.py write the lab's
+floats this way; a predictions sheet (lab06/sheet.py) is read back this way, so that a learner's
+answer and the program's are compared as exact numbers, never as rounded floats.
+
+    exact_form(x, units)     a float's exact value, (Fraction, unit), −∞, or None when it has none
+    written(x, units)        a float as the views write it: its exact form, else 4 decimals
+    exact(x), in_ln2(x), in_c(x)      written(x) with no unit, in ln 2, in c
+    read_exact(text)         the exact value a learner wrote, or a ValueError saying what it expects
+    value_of(form)           an exact value as a float, to see how near a rounded decimal came
+
+A float has an exact form when it lies within TOLERANCE (1e-9) of a fraction of denominator at
+most 100 (common/views.py), or its ratio to a unit does. ln 2 and c are irrational and their ratio
+is too, so two exact forms are equal only when their units and fractions are: the comparison is
+exact. What this leaves out: any other irrational (√2 alone, e), and expressions (1/2 + 1/4).
+"""
+
+import math
+import re
+from fractions import Fraction
+
+from common.views import exact_fraction, number
+from lab06.lab import C
+
+UNITS = {"ln 2": math.log(2), "c": C}     # "" is no unit: a plain fraction
+
+
+def exact_form(x, units=()):
+    """x's exact value: (fraction, "") for a small fraction, else (fraction, unit) for a small
+    fraction of one of units (names in UNITS), −∞ as -math.inf, or None.
+
+    >>> exact_form(1 / 3), exact_form(-2 * math.log(2), ["ln 2"]), exact_form(math.log(2))
+    ((Fraction(1, 3), ''), (Fraction(-2, 1), 'ln 2'), None)
+    """
+    if x == -math.inf:
+        return x
+    fraction = exact_fraction(x)
+    if fraction is not None:
+        return fraction, ""
+    for unit in units:
+        fraction = exact_fraction(x / UNITS[unit])
+        if fraction is not None:
+            return fraction, unit
+    return None
+
+
+def _times(fraction, unit):
+    """"2c", "c", "-c", "1/2·c", "0" for fraction·unit."""
+    if fraction == 0:
+        return "0"
+    if abs(fraction) == 1:
+        return ("-" if fraction < 0 else "") + unit
+    joiner = "·" if fraction.denominator > 1 else ("" if len(unit) == 1 else " ")
+    return f"{fraction}{joiner}{unit}"
+
+
+def written(x, units=()):
+    """x as a view writes it: a small fraction if it is one, else a small fraction of one of units
+    ("ln 2", "c"), else 4 decimals; −∞ as −∞.
+
+    >>> written(2 * math.log(2), ["ln 2"]), written(0.5, ["ln 2"]), written(C / 2, ["c"])
+    ('2 ln 2', '1/2', '1/2·c')
+    """
+    form = exact_form(x, units)
+    if form is None or form == -math.inf:
+        return number(x)
+    fraction, unit = form
+    return _times(fraction, unit) if unit else str(fraction)
+
+
+def exact(x):
+    """A number as the Part 1 views write it: its small fraction if it has one, else 4 decimals."""
+    return written(x)
+
+
+def in_ln2(x):
+    return written(x, ["ln 2"])
+
+
+def in_c(x):
+    return written(x, ["c"])
+
+
+# A coefficient (1.5, 3/2, .5), then a unit (ln 2, ln2, ln(2), c), maybe divided: "ln 2/2".
+_EXACT = re.compile(r"(?P<sign>[-−+]?)\s*(?P<top>\d{1,30}(?:\.\d{1,30})?|\.\d{1,30})?"
+                    r"(?:\s*/\s*(?P<bottom>\d{1,30}))?\s*(?P<times>[·*×]?)\s*"
+                    r"(?P<unit>ln\s*\(?\s*2\s*\)?|c)?(?:\s*/\s*(?P<divisor>\d{1,30}))?")
+EXPECTED = "an exact number such as 3/2, 1.5, 2 ln 2, ln 2/2, c or −∞ (-inf)"
+
+
+def read_exact(text):
+    """The exact value text holds: (Fraction, unit) or -math.inf, as exact_form gives them. Raises
+    ValueError saying what it expects for anything else (a fraction with a zero denominator too).
+
+    >>> read_exact("-3/2"), read_exact("ln 2/2"), read_exact("2c"), read_exact("−∞")
+    ((Fraction(-3, 2), ''), (Fraction(1, 2), 'ln 2'), (Fraction(2, 1), 'c'), -inf)
+    """
+    plain = text.strip()
+    if plain.replace("−", "-") in ("-inf", "-∞"):
+        return -math.inf
+    found = _EXACT.fullmatch(plain)
+    if not found or not (found["top"] or found["unit"]) or (found["times"] and not (
+            found["top"] and found["unit"])) or (found["divisor"] and not found["unit"]):
+        raise ValueError(f"expected {EXPECTED}, got {plain!r:.40}")
+    if any(d is not None and int(d) == 0 for d in (found["bottom"], found["divisor"])):
+        raise ValueError(f"{plain!r:.40} divides by zero: expected {EXPECTED}")
+    fraction = Fraction(found["top"] or 1) / int(found["bottom"] or 1) / int(
+        found["divisor"] or 1)
+    if found["sign"] in ("-", "−"):
+        fraction = -fraction
+    unit = "" if not found["unit"] or fraction == 0 else (
+        "c" if found["unit"] == "c" else "ln 2")
+    return fraction, unit
+
+
+def value_of(form):
+    """An exact value as a float: how near a rounded decimal came to it."""
+    if form == -math.inf:
+        return form
+    fraction, unit = form
+    return float(fraction) * (UNITS[unit] if unit else 1.0)
