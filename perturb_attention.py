@@ -13,6 +13,9 @@
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --export FILE  the head's weights (after the changes, if any) as
                                             {tokens, attention} for CircuitsVis or bertviz
+    python3 perturb_attention.py --predict FILE [--submission S]    write a predictions sheet to
+                                            fill in by hand, or check it exactly; with S, write
+                                            the lab's submission.md (lab06/sheet.py, submission.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
     python3 perturb_attention.py --grade tiny_attention.py       check it (lab06/grader.py), on
                                             the lab's head or on --head FILE with the changes below
@@ -461,6 +464,12 @@ def main(argv=None):
     parser.add_argument("--export", metavar="FILE",
                         help="write the head's weights, after the changes if any, as {tokens, "
                              "attention} JSON for CircuitsVis or bertviz (tokens: x₁, x₂, …)")
+    parser.add_argument("--predict", metavar="FILE",
+                        help="write a predictions sheet to fill in by hand (when FILE does not "
+                             "exist), else check it exactly: it never prints an answer")
+    parser.add_argument("--submission", metavar="S",
+                        help="with --predict: write the lab's submission.md, your answers beside "
+                             "the program's; run again, it keeps what you wrote")
     parser.add_argument("--baseline", action="store_true",
                         help="with --table: Part 1's tables alone (with --bug, the bug's too), "
                              "none of the interventions you are yet to predict")
@@ -470,7 +479,30 @@ def main(argv=None):
         parser.error(f"--write and --check work on the recorded file alone; drop "
                      f"{', '.join(sorted({change.flag for change in args.changes}))}")
     _refuse_conflicts(parser, args)
-    return guarded(lambda: _run(args))
+    _refuse_beside_predict(parser, args)
+    return guarded(lambda: _predict(args) if args.predict is not None else _run(args))
+
+
+def _refuse_beside_predict(parser, args):
+    """--predict takes --submission and nothing else; --submission goes with --predict."""
+    if args.predict is None and args.submission is not None:
+        parser.error("--submission goes with --predict FILE: it sets your sheet beside the "
+                     "program's output")
+    extras = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+              if name not in ("predict", "submission", "changes")
+              and value != parser.get_default(name)]
+    extras += sorted({change.flag for change in args.changes or []})
+    if args.predict is not None and extras:
+        parser.error(f"--predict writes or checks your sheet and takes only --submission; drop "
+                     f"{', '.join(extras)}")
+
+
+def _predict(args):
+    check_stdout()
+    from lab06.submission import predict    # here: only --predict needs the sheet
+    text, status = predict(args.predict, args.submission)
+    show(text)
+    return status
 
 
 def _run(args):

@@ -7,6 +7,8 @@ answer and the program's are compared as exact numbers, never as rounded floats.
     written(x, units)        a float as the views write it: its exact form, else 4 decimals
     exact(x), in_ln2(x), in_c(x)      written(x) with no unit, in ln 2, in c
     read_exact(text)         the exact value a learner wrote, or a ValueError saying what it expects
+    nested(text)             an answer's lists: '[[1, 1/2], []]' -> [['1', '1/2'], []]
+    answer_text(value, units)     a value, or lists of values, written: '[[1, 1/2], []]'
     value_of(form)           an exact value as a float, to see how near a rounded decimal came
 
 A float has an exact form when it lies within TOLERANCE (1e-9) of a fraction of denominator at
@@ -81,11 +83,11 @@ def in_c(x):
     return written(x, ["c"])
 
 
-# A coefficient (1.5, 3/2, .5), then a unit (ln 2, ln2, ln(2), c), maybe divided: "ln 2/2".
+# A coefficient (1.5, 3/2, .5), then a unit (ln 2, ln2, c), maybe divided: "ln 2/2".
 _EXACT = re.compile(r"(?P<sign>[-−+]?)\s*(?P<top>\d{1,30}(?:\.\d{1,30})?|\.\d{1,30})?"
                     r"(?:\s*/\s*(?P<bottom>\d{1,30}))?\s*(?P<times>[·*×]?)\s*"
-                    r"(?P<unit>ln\s*\(?\s*2\s*\)?|c)?(?:\s*/\s*(?P<divisor>\d{1,30}))?")
-EXPECTED = "an exact number such as 3/2, 1.5, 2 ln 2, ln 2/2, c or −∞ (-inf)"
+                    r"(?P<unit>ln\s*2|c)?(?:\s*/\s*(?P<divisor>\d{1,30}))?")
+EXPECTED = "an exact number such as 5/4, 1.25, 3 ln 2, ln 2/4, c or −∞ (-inf)"
 
 
 def read_exact(text):
@@ -111,6 +113,54 @@ def read_exact(text):
     unit = "" if not found["unit"] or fraction == 0 else (
         "c" if found["unit"] == "c" else "ln 2")
     return fraction, unit
+
+
+OPENING = {"[": "]", "(": ")"}     # (3, 2) as the tables write a shape, [3, 2] as a list
+
+
+def nested(text):
+    """An answer's lists, each entry's text left to read: '[[1, 1/2], []]' -> [['1', '1/2'], []];
+    parentheses pair as brackets do: (3, 2). Raises ValueError for brackets that do not pair, an
+    empty entry, text outside the brackets, or lists more than 3 deep."""
+    tokens = [t.strip() for t in re.findall(r"[][(),]|[^][(),]+", text)]
+    tokens = [t for t in tokens if t]
+
+    def value(at, depth):
+        if depth > 3:
+            raise ValueError("lists nested more than 3 deep")
+        if at >= len(tokens) or tokens[at] in ",)]":
+            raise ValueError("an entry is missing")
+        if tokens[at] not in OPENING:
+            return tokens[at], at + 1
+        closing, items, at = OPENING[tokens[at]], [], at + 1
+        while at < len(tokens) and tokens[at] != closing:
+            item, at = value(at, depth + 1)
+            items.append(item)
+            if at < len(tokens) and tokens[at] == ",":
+                at += 1
+                if at < len(tokens) and tokens[at] == closing:
+                    raise ValueError("an entry is missing")
+            elif at < len(tokens) and tokens[at] != closing:
+                raise ValueError("brackets do not pair, or a comma is missing")
+        if at >= len(tokens):
+            raise ValueError("a bracket is never closed")
+        return items, at + 1
+
+    answer, at = value(0, 0)
+    if at != len(tokens):
+        raise ValueError("text outside the brackets")
+    return answer
+
+
+def answer_text(value, units=()):
+    """A value (a float, an int, or lists of them) as the lab writes it.
+
+    >>> answer_text([[1, 0.25], []]), answer_text(-math.log(2), ["ln 2"])
+    ('[[1, 1/4], []]', '-ln 2')
+    """
+    if isinstance(value, list):
+        return "[" + ", ".join(answer_text(entry, units) for entry in value) + "]"
+    return str(value) if isinstance(value, int) else written(value, units)
 
 
 def value_of(form):
