@@ -1,15 +1,21 @@
 """Lab 06: compute one tiny attention head exactly, then change one piece of it at a time.
 
-    python3 perturb_attention.py            print the lab's trace as JSON
+    python3 perturb_attention.py            where to start: the parts, the commands, the sheet;
+                                            no answer (predict before you run)
+    python3 perturb_attention.py --json     print the lab's trace, every answer, as JSON
     python3 perturb_attention.py --write    rewrite perturb-trace.json
     python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
     python3 perturb_attention.py --table --baseline [--bug B]    Part 1: the shapes, c, each
                                             q_i·k_j, S (in ln 2), each row's softmax sum, A (also
                                             as fractions), Z and z_i as its scaled values; a bug's
                                             A as fractions with its sums
-    python3 perturb_attention.py --table    Part 2: each intervention's changed rows of S, A and
-                                            Z, before → after, and nothing else
-    python3 perturb_attention.py --svg FILE each map with its Z beside it, as heatmaps
+    python3 perturb_attention.py --table    Part 2: the interventions to pick from, each with its
+                                            flags; with a change flag, its changed rows of S, A
+                                            and Z, before → after, and nothing else
+    python3 perturb_attention.py --svg FILE --baseline    each map with its Z beside it, as
+                                            heatmaps (or with a change flag: the change's maps)
+    python3 perturb_attention.py --table --all (or --svg FILE --all)   every part at once, for
+                                            after you have predicted them
     python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
     python3 perturb_attention.py --export FILE  the head's weights (after the changes, if any) as
                                             {tokens, attention} for CircuitsVis or bertviz
@@ -374,6 +380,46 @@ def _values(text):
                                          f"2,0/2,0/4,0, got {text!r}{_why(e)}") from None
 
 
+# Part 2's interventions as the flags that ask for them (a test keeps them lab06.INTERVENTIONS)
+PART_TWO = {"value_ablation": "--ablate-value 2", "query_perturbation": "--set-query 3=1,0",
+            "connection_removal": "--block 3,2", "future_key_perturbation": "--scale-key 3=2"}
+COMMAND = "python3 perturb_attention.py"
+
+START = f"""Lab 06: predict before you run. Work each part on paper first, then check it here.
+
+  Your predictions, checked exactly (right, wrong or not yet: never the answer):
+      {COMMAND} --predict my-sheet.txt      (writes the sheet, then checks it)
+  Part 1's tables, to compare with your sheet:
+      {COMMAND} --table --baseline
+  Part 2, the interventions to pick from, one at a time:
+      {COMMAND} --table
+  Part 3, the head in code of your own, graded:
+      {COMMAND} --scaffold tiny_attention.py
+      {COMMAND} --grade tiny_attention.py
+  The lab's submission, your answers beside the program's:
+      {COMMAND} --predict my-sheet.txt --submission submission.md
+  Every map in a browser, each hidden until you reveal it:
+      {COMMAND} --html lab06.html
+
+lab06/README.md says more; lab06/answers.md and --json hold every answer, for after you predict.
+"""
+
+
+def part_two_menu():
+    """--table with no change: the interventions to pick from, each with its command, and no
+    number of what it does."""
+    lines = ["Part 2: predict each intervention first (which rows of A and of Z change, and the "
+             "new z₃), then run it:"]
+    for key, flags in PART_TWO.items():
+        lines.append(f"  {lab06.TITLES[key]}\n      {COMMAND} {flags} --table")
+    flags = PART_TWO["future_key_perturbation"]
+    lines.append(f"  Part 2.4, the buggy procedure with the doubled key\n      {COMMAND} {flags} "
+                 f"--bug post-softmax --table")
+    lines.append(f"Part 1's tables: {COMMAND} --table --baseline; every part at once, after "
+                 f"predicting: --table --all")
+    return "\n".join(lines) + "\n"
+
+
 def _refuse_conflicts(parser, args):
     """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
     changes = args.changes or []
@@ -387,18 +433,28 @@ def _refuse_conflicts(parser, args):
         if extras:
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
+    views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--export")]
+    if args.all and (changes or args.baseline or not views or args.head or args.values):
+        parser.error("--all shows every part of the lab's own head at once: it goes with "
+                     "--table, --svg or --export alone")
+    if args.json and views:
+        parser.error(f"--json prints the numbers as JSON; drop {', '.join(views)}")
     if args.baseline:
-        if not args.table:
-            parser.error("--baseline goes with --table: it prints Part 1's tables alone")
-        extras = given[1:] + sorted({change.flag for change in changes})
-        extras = [flag for flag in extras if flag not in ("--head", "--values", "--bug")]
+        if not (args.table or args.svg is not None or args.export is not None):
+            parser.error("--baseline goes with --table, --svg or --export: Part 1's tables, "
+                         "maps or weights alone")
+        extras = [flag for flag in given if flag not in ("--table", "--svg", "--export", "--head",
+                                                         "--values", "--bug")]
+        extras += sorted({change.flag for change in changes})
         if extras:
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
-    elif args.table and not changes and args.grade is None and args.scaffold is None:
-        if args.bug:
+    elif not changes and args.grade is None and args.scaffold is None and not args.json:
+        if args.bug and args.head is None and args.values is None:
             parser.error("--bug on the head before any change is Part 1's answer: add --baseline "
                          "(or a change, to see what it does to the bug)")
+    if args.table and not args.baseline and not changes and args.grade is None and \
+            args.scaffold is None:
         own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
         if own:
             parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
@@ -411,9 +467,8 @@ def _refuse_conflicts(parser, args):
                      f"your own draws none; drop --seed or "
                      f"{', '.join(own + sorted({change.flag for change in changes}))}")
     if args.grade is not None:
-        views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--export",
-                                                    "--bug")]
-        extras = views + sorted({change.flag for change in changes if change.stage != "inputs"})
+        extras = views + ["--bug"] * bool(args.bug) + sorted(
+            {change.flag for change in changes if change.stage != "inputs"})
         if extras:
             parser.error(f"--grade runs your attention on a head and its inputs and prints one "
                          f"line per check; drop {', '.join(extras)}")
@@ -471,8 +526,14 @@ def main(argv=None):
                         help="with --predict: write the lab's submission.md, your answers beside "
                              "the program's; run again, it keeps what you wrote")
     parser.add_argument("--baseline", action="store_true",
-                        help="with --table: Part 1's tables alone (with --bug, the bug's too), "
-                             "none of the interventions you are yet to predict")
+                        help="with --table or --svg: Part 1's tables or maps alone (with --bug, "
+                             "the bug's too), none of the interventions you are yet to predict")
+    parser.add_argument("--all", action="store_true",
+                        help="with --table, --svg or --export on the lab's head: every part at "
+                             "once, answers and all (after you have predicted them)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the numbers as JSON: on the lab's own head, its whole record, "
+                             "every answer of Parts 1 and 2")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
                                                         "bug", "html", "export"))
     if (args.write or args.check) and args.changes:
@@ -531,6 +592,15 @@ def _run(args):
                                           seed=args.seed)
         show("\n".join(lines) + "\n")
         return 0 if passed else 1
+    if head is HEAD and not changes and not (args.baseline or args.json or args.all or args.write
+                                             or args.check):
+        drawn = [flag for flag in ("--svg", "--export") if getattr(args, flag[2:]) is not None]
+        if drawn:
+            raise ValueError(f"{' and '.join(drawn)} of the lab's head would show its answers: "
+                             f"add --baseline (Part 1), a change flag (see --table) or --all")
+        if args.html is None:
+            show(part_two_menu() if args.table else START)      # predict first: no answer yet
+            return 0
     own = head is not HEAD or changes or args.bug     # an experiment, not the lab's trace
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own or args.baseline else lab06.lab()

@@ -491,7 +491,7 @@ class CommandLinesRefuseBeforeTheyWrite(MessageAssertions, unittest.TestCase):
                 f.write("the cat sat on the mat\n")
             for script, args in [
                     ("trace_attention.py", ["--svg", os.path.join(tmp, "a.svg")]),
-                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "b.svg")]),
+                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "b.svg"), "--all"]),
                     ("bpe.py", ["train", text, "--vocab-size", "40", "--out",
                                 os.path.join(tmp, "t.json")])]:
                 with self.subTest(script=script):

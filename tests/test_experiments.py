@@ -232,7 +232,8 @@ class EveryExerciseAtHand(MessageAssertions, unittest.TestCase):
         """Column 1 (source x₁) is read by x₁, x₂, x₃ with scores ln 2·[1, 0, 1]:
         [2/5, 1/5, 2/5]; column 2 by x₂, x₃, ln 2·[1, 1]: [1/2, 1/2]; column 3 by x₃ alone:
         [1]."""
-        bug = json.loads(self.run_lab("--bug", "destinations"))["softmax_over_destinations"]
+        bug = json.loads(self.run_lab("--json", "--bug", "destinations"))[
+            "softmax_over_destinations"]
         self.assertEqual(bug["weights"], [[0.4, 0.0, 0.0], [0.2, 0.5, 0.0], [0.4, 0.5, 1.0]])
         self.assertEqual(bug["column_sums"], [1.0, 1.0, 1.0])
         self.assertEqual(bug["row_sums"], [0.4, 0.7, 1.9])

@@ -569,7 +569,8 @@ class AnErrorIsOneLineWhateverCame(MessageAssertions, unittest.TestCase):
             for script, args, shown in [
                     ("trace_attention.py", ["--svg", os.path.join(tmp, "no\u2028dir", "a.svg")],
                      "no\\u2028dir"),
-                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "no\ndir", "a.svg")],
+                    ("perturb_attention.py", ["--svg", os.path.join(tmp, "no\ndir", "a.svg"),
+                                              "--baseline"],
                      "no\\ndir"),
                     ("perturb_attention.py", ["--head", head], "X\\nPASS")]:
                 with self.subTest(script=script, args=args):

@@ -211,7 +211,7 @@ class PartOne(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.table = run_script("perturb_attention.py", "--table", "--baseline").stdout
-        cls.full = run_script("perturb_attention.py", "--table").stdout
+        cls.full = run_script("perturb_attention.py", "--table", "--all").stdout
 
     def test_part_1_and_part_2_are_two_doors_that_share_no_answer(self):
         for title in [lab.TITLES[key] for key in lab.INTERVENTIONS] + ["baseline unchanged"]:

@@ -146,10 +146,10 @@ class Lab06Views(unittest.TestCase):
     def setUpClass(cls):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "lab.svg")
-            run_script("perturb_attention.py", "--svg", path)
+            run_script("perturb_attention.py", "--svg", path, "--all")
             with open(path, encoding="utf-8") as f:
                 cls.svg = f.read()
-        cls.table = run_script("perturb_attention.py", "--table").stdout
+        cls.table = run_script("perturb_attention.py", "--table", "--all").stdout
 
     def test_svg_shows_baseline_interventions_and_bug_with_changed_rows_outlined(self):
         result = lab06.lab()
