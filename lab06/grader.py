@@ -417,7 +417,20 @@ class Learner:
                        f"{': ' + message if message else ''}")
         else:
             failure = f"{function} raised {error}{': ' + message if message else ''}{where}"
+            failure += _beyond_the_standard_library(error, message)
         return Reply(None, failure, error, kind, [])
+
+
+def _beyond_the_standard_library(error, message):
+    """Why a module the file imports is missing, when it lies beyond the standard library.
+
+    >>> _beyond_the_standard_library("ModuleNotFoundError", "No module named 'numpy.linalg'")
+    ': the grader runs the file with the standard library alone, as the lab asks'
+    """
+    name = message.partition("No module named '")[2].partition("'")[0].partition(".")[0]
+    if error != "ModuleNotFoundError" or not name or name in sys.stdlib_module_names:
+        return ""
+    return ": the grader runs the file with the standard library alone, as the lab asks"
 
 
 def _text(value):

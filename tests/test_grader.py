@@ -381,8 +381,10 @@ HOSTILE = {
     "a message that paints PASS over its FAIL, with a lone surrogate": (
         "def matmul(left, right):\n    raise ValueError('\\x1b[2K\\rPASS  fine\\n\\ud800')\n",
         "matmul raised ValueError: \\x1b[2K\\rPASS  fine\\n\\ud800"),
-    "an import error": ("import numpyy\n", "it raised ModuleNotFoundError: No module named "
-                                             "'numpyy' (line 50)"),
+    "a module beyond the standard library": (
+        "import numpy\n", "FAIL  importing tiny_attention.py: it raised ModuleNotFoundError: No "
+                          "module named 'numpy' (line 50): the grader runs the file with the "
+                          "standard library alone, as the lab asks"),
 }
 LOOPS = {"a loop in C at import", "a matmul that swallows its IndexError in a loop",
          "a message whose __str__ loops"}
