@@ -14,8 +14,9 @@ The learner's file defines, as the lab's Part 3 asks:
 The learner's code is not trusted. It runs in a process of its own (runner.py), below a warden
 (runner.py --warden) that kills it and every process it started once the grading ends, however the
 grading ends, a new session or process group of theirs included (Linux: a child subreaper; where
-there is no prctl, the process group alone, and the report says so). It is asked one call at a time
-and answers each in JSON. Each call may take CALL_LIMIT seconds and the whole grading TOTAL_LIMIT.
+there is no prctl, the process group alone, and the report says so). A file that stops its warden
+fails, and the grader, a subreaper too, kills what it left. It is asked one call at a time and
+answers each in JSON. Each call may take CALL_LIMIT seconds and the whole grading TOTAL_LIMIT.
 Every verdict is made here, from the answers alone: a number must be a float or an int (not a bool,
 not a subclass), in the shape asked, and a call must leave its arguments as they came. Whatever the
 code does (exits, raises, loops in Python or in C, prints, patches what it can reach, answers from
@@ -211,20 +212,25 @@ class LearnerProcess:
         self.call_limit, self.total_limit = call_limit, total_limit
         self.deadline = time.monotonic() + total_limit
         self.count, self.stopped, self.runner, self.mode = 0, False, None, None
+        self.warden_stopped = False
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
         # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
         runner.prctl(runner.PR_SET_DUMPABLE, 0)
+        # a subreaper: were the warden stopped, what the file started would be orphaned here
+        runner.prctl(runner.PR_SET_CHILD_SUBREAPER, 1)
         _fill_standard_descriptors()
         requests_in, requests_out = os.pipe()
         answers_in, answers_out = os.pipe()
         control_in, self.control = os.pipe()
+        # -B: the runner writes no bytecode into this folder (and reads none the learner's code
+        # may have left there: runner.py moves the cache under the null device)
+        command = [sys.executable, "-I", "-S", "-B", RUNNER,
+                   "--warden", str(requests_in), str(answers_out), os.path.abspath(path)]
+        # /proc/PID/cmdline of the warden, the runner and every fork of it
+        self.command = b"".join(os.fsencode(word) + b"\0" for word in command)
         try:
             self.process = subprocess.Popen(
-                # -B: the runner writes no bytecode into this folder (and reads none the learner's
-                # code may have left there: runner.py moves the cache under the null device)
-                [sys.executable, "-I", "-S", "-B", RUNNER,
-                 "--warden", str(requests_in), str(answers_out), os.path.abspath(path)],
-                stdin=control_in, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                command, stdin=control_in, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 pass_fds=(requests_in, answers_out), start_new_session=True)
         except OSError as e:
             for fd in (requests_in, requests_out, answers_in, answers_out, self.control):
@@ -344,7 +350,8 @@ class LearnerProcess:
 
     def stop(self):
         """Stop the learner's process and everything it started: closing the warden's input tells
-        it to kill them all; wait until it has. Idempotent."""
+        it to kill them all; wait until it has. A warden that ended otherwise was stopped (by the
+        file, most likely): warden_stopped, and kill what it left. Idempotent."""
         if self.stopped:
             return
         self.stopped = True
@@ -355,16 +362,46 @@ class LearnerProcess:
             self.process.kill()
             self.process.wait()
         if self.runner is not None and self.process.returncode != 0:
-            for pid in [self.runner] + runner.descendants(self.runner):
+            self.warden_stopped = True
+            self._kill_what_escaped()
+        self.requests.put(None)
+
+    def _kill_what_escaped(self):
+        """Kill and reap what the file started: the runner's group and, below this process (a
+        subreaper, where the orphans went), every process with the warden's command line, as the
+        runner and its forks have; at most for START_LIMIT seconds."""
+        try:
+            os.killpg(self.runner, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+        killed, deadline = set(), time.monotonic() + START_LIMIT
+        while time.monotonic() < deadline:
+            found = [pid for pid in runner.descendants(os.getpid())
+                     if _command_line(pid) == self.command]
+            for pid in found:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except (OSError, AttributeError):
+                except OSError:
                     pass
-            try:
-                os.killpg(self.runner, signal.SIGKILL)
-            except (OSError, AttributeError):
-                pass
-        self.requests.put(None)
+            killed.update(found)
+            for pid in list(killed):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        killed.discard(pid)
+                except ChildProcessError:      # not yet this process's: its parent is dying
+                    pass
+            if not found and not killed:
+                return
+            time.sleep(0.002)
+
+
+def _command_line(pid):
+    """The command line of process pid as /proc holds it, or None (it has ended, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 Reply = collections.namedtuple("Reply", "value failure error kind edited")
@@ -1210,16 +1247,22 @@ def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=N
         stopped = f"the learner's process was stopped, so the last {left} did not run"
     finally:
         process.stop()
+    if process.warden_stopped:
+        lines.append("FAIL  the grading: the file stopped its warden, the process that ends what "
+                     "it starts, and the grader killed what was left: leave the grader's "
+                     "processes alone")
+        stopped = stopped or "the file stopped its warden, so none counts"
     if process.mode != "subreaper":
         lines.append("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file "
                      "started in a session of its own may outlive the grading")
     summary = f"{passed} of {len(checks)} checks pass"
-    if passed < len(checks):
+    verdict = passed == len(checks) and not process.warden_stopped
+    if not verdict:
         summary += f"; {stopped}" if stopped else ""
         summary += ": fix the first FAIL and grade again"
         summary += "" if own_head else f" (--seed {seed} draws the same cases again)"
     report = [printable(line) for line in lines] + [summary]
-    return [part for line in report for part in wrapped(line)], passed == len(checks)
+    return [part for line in report for part in wrapped(line)], verdict
 
 
 def printable(line):

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from unittest import mock
 
@@ -315,6 +316,9 @@ MUTANTS = {
         "mask of different lengths (3 scores, 1 mask entry), but it returned"),
 }
 
+SLEEPER = os.path.join(tempfile.mkdtemp(), "sleeper")    # the pid of a process left to outlive
+atexit.register(shutil.rmtree, os.path.dirname(SLEEPER), True)
+
 # attack: (what the file adds at its end, what its first FAIL says). None of them may pass.
 HOSTILE = {
     "sys.exit at import": ("import sys\nsys.exit(0)\n",
@@ -385,6 +389,15 @@ HOSTILE = {
         "import numpy\n", "FAIL  importing tiny_attention.py: it raised ModuleNotFoundError: No "
                           "module named 'numpy' (line 50): the grader runs the file with the "
                           "standard library alone, as the lab asks"),
+    # its warden killed at once, then a sleeper left that its parent no longer holds
+    "a warden stopped, and a sleeper left": (
+        "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\nready, told = os.pipe()\n"
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        with open({SLEEPER!r}, 'w') as f:\n            f.write(str(os.getpid()))\n"
+        "        os.write(told, b'x')\n        time.sleep(30)\n    os._exit(0)\n"
+        "os.read(ready, 1)\n",
+        "FAIL  the grading: the file stopped its warden, the process that ends what it starts, and "
+        "the grader killed what was left"),
 }
 LOOPS = {"a loop in C at import", "a matmul that swallows its IndexError in a loop",
          "a message whose __str__ loops"}
@@ -404,7 +417,7 @@ class InProcess:
     they travel, so the grader's checks and diagnoses run without a process per file. Every file
     that attacks the grader still gets a process of its own."""
 
-    mode = "subreaper"
+    mode, warden_stopped = "subreaper", False
 
     def __init__(self, path, call_limit, total_limit):
         self.path, self.module, self.count = os.path.abspath(path), None, 0
@@ -860,6 +873,21 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
         self.assertTrue(passed, "\n".join(lines))
+
+    @unittest.skipUnless(os.path.isdir("/proc") and hasattr(os, "fork"), "needs /proc and fork")
+    def test_what_a_file_leaves_after_stopping_its_warden_ends_with_the_grading(self):
+        lines, passed = self.graded["a warden stopped, and a sleeper left"]
+        count = len(grade_lab06.lab_checks())
+        self.assertFalse(passed)
+        self.assertTrue(logical(lines)[-1].startswith(
+            f"{count} of {count} checks pass; the file stopped its warden, so none counts"))
+        with open(SLEEPER, encoding="utf-8") as f:
+            sleeper = f"/proc/{int(f.read())}"
+        for _ in range(100):      # a bound, not a timing: the grader has killed and reaped it
+            if not os.path.exists(sleeper):
+                break
+            time.sleep(0.01)
+        self.assertFalse(os.path.exists(sleeper), "the sleeper outlived the grading")
 
     def test_the_whole_grading_has_a_limit_of_its_own(self):
         lines, passed = self.graded["slow"]
