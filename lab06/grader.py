@@ -15,8 +15,11 @@ The learner's code is not trusted. It runs in a process of its own (runner.py), 
 (runner.py --warden) that kills it and every process it started once the grading ends, however the
 grading ends, a new session or process group of theirs included (Linux: a child subreaper; where
 there is no prctl, the process group alone, and the report says so). A file that stops its warden
-fails, and the grader, a subreaper too, kills what it left. It is asked one call at a time and
-answers each in JSON. Each call may take CALL_LIMIT seconds and the whole grading TOTAL_LIMIT.
+fails, and the grader, a subreaper too, kills what it left. The answers must be the file's own: it
+runs from its own folder with the standard library alone, and opening one of the project's files
+(project_inodes) or starting another program ends it with a FAIL that says so. It is asked one
+call at a time and answers each in JSON. Each call may take CALL_LIMIT seconds and the whole
+grading TOTAL_LIMIT.
 Every verdict is made here, from the answers alone: a number must be a float or an int (not a bool,
 not a subclass), in the shape asked, and a call must leave its arguments as they came. Whatever the
 code does (exits, raises, loops in Python or in C, prints, patches what it can reach, answers from
@@ -49,6 +52,7 @@ import threading
 import time
 
 from attention import causal_mask, matmul, transpose
+from common import safe_io
 from common.safe_io import check_output_path, write_atomic
 from common.views import TOLERANCE
 from lab06 import lab as lab06
@@ -212,7 +216,7 @@ class LearnerProcess:
         self.call_limit, self.total_limit = call_limit, total_limit
         self.deadline = time.monotonic() + total_limit
         self.count, self.stopped, self.runner, self.mode = 0, False, None, None
-        self.warden_stopped = False
+        self.warden_stopped, self.watched = False, project_inodes(path)
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
         # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
         runner.prctl(runner.PR_SET_DUMPABLE, 0)
@@ -231,7 +235,8 @@ class LearnerProcess:
         try:
             self.process = subprocess.Popen(
                 command, stdin=control_in, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                pass_fds=(requests_in, answers_out), start_new_session=True)
+                pass_fds=(requests_in, answers_out), start_new_session=True,
+                cwd=os.path.dirname(os.path.abspath(path)))      # the file's, not ours
         except OSError as e:
             for fd in (requests_in, requests_out, answers_in, answers_out, self.control):
                 os.close(fd)
@@ -286,8 +291,10 @@ class LearnerProcess:
                 pass
 
     def ask(self, call, *args):
-        """The runner's answer to call(*args): "import" or one of the learner's functions."""
+        """The runner's answer to call(*args): "import", which carries what the runner watches
+        from then on (project_inodes), or one of the learner's functions."""
         self.count += 1
+        args = self.watched if call == "import" else args
         request = marshal.dumps({"id": self.count, "call": call, "args": list(args)})
         self.requests.put(len(request).to_bytes(4, "big") + request)
         return self._next("the import" if call == "import" else call, self.call_limit)
@@ -313,6 +320,9 @@ class LearnerProcess:
             answer = json.loads(line)
         except (ValueError, RecursionError):
             answer = None
+        if isinstance(answer, dict) and "not_own" in answer:
+            self.stop()
+            raise Stopped(_not_own(answer["not_own"]))
         if not isinstance(answer, dict) or answer.get("id") != self.count:
             self.stop()
             raise Stopped(f"during {what}, the learner's process wrote into the grader's channel "
@@ -369,7 +379,8 @@ class LearnerProcess:
     def _kill_what_escaped(self):
         """Kill and reap what the file started: the runner's group and, below this process (a
         subreaper, where the orphans went), every process with the warden's command line, as the
-        runner and its forks have; at most for START_LIMIT seconds."""
+        runner and its forks have (the runner lets none of them start another program); at most
+        for START_LIMIT seconds."""
         try:
             os.killpg(self.runner, signal.SIGKILL)
         except (OSError, AttributeError):
@@ -402,6 +413,41 @@ def _command_line(pid):
             return f.read()
     except OSError:
         return None
+
+
+def project_inodes(path):
+    """(files, folders), what the runner keeps the learner's file at path from opening: the
+    (device, inode) of each of the project's files (safe_io.project_files) and of each folder
+    holding one, but the runner and path; and of each folder the project makes for itself
+    (__pycache__, .git, all they hold), whose every file is its own. The inodes, not the paths:
+    a link or /proc/self/fd leads to the same."""
+    def inode(name):
+        try:
+            found = os.stat(name)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    root = safe_io.HERE
+    names = [os.path.join(root, name) for name in safe_io.project_files()]
+    holders = {root} | {os.path.dirname(name) for name in names}
+    made = [os.path.join(folder, "__pycache__") for folder in holders]
+    made = [folder for top in made + [os.path.join(root, ".git")]
+            for folder, _, _ in os.walk(top)]
+    files = {inode(name) for name in names + sorted(holders)} - {inode(RUNNER), inode(path)}
+    return frozenset(files - {None}), frozenset({inode(folder) for folder in made} - {None})
+
+
+NOT_OWN = {"opened": "it opened {}, one of the project's own files and folders",
+           "started": "it started another program ({})",
+           "rewrote": "it rewrote the {} of one of the grader's functions"}
+
+
+def _not_own(said):
+    """What the runner's watch saw the file do, and why it fails."""
+    did, what = said if isinstance(said, list) and len(said) == 2 else (None, None)
+    return (NOT_OWN.get(did, "it did what the grader does not allow ({})").format(_text(what))
+            + ": the answers must be the file's own, computed with the standard library alone")
 
 
 Reply = collections.namedtuple("Reply", "value failure error kind edited")

@@ -20,6 +20,12 @@ grader reads from an untrusted process:
 {"id": n, "value": ..., "edited": [numbers of the arguments the call changed]}, or
 {"id": n, "raised": {"type", "kind", "message", "line"}}, or {"id": n, "missing": true}.
 
+The answers must be the file's own. The "import" request carries the (device, inode) pairs of the
+project's files and folders (the grader's project_inodes), and before the file is imported an audit
+hook (watch) ends the process at the first thing its code may not do, opening one of them, starting
+another program or rewriting the runner's functions, after telling the grader {"not_own": [what it
+did, to what]}.
+
 A value travels as it is where it is plain: a list stays a list, a dict with string keys a dict,
 an int or a float (the types themselves) a number. Anything else, a bool, a tuple, a float
 subclass, None, becomes a string "<type ...>", so that the grader can name what came.
@@ -30,8 +36,8 @@ builtin the runner uses is bound here, its own functions are called through a pr
 names, and JSON is written with the C string encoder, so that patching builtins, json or
 __main__ does not change an answer. Address space is limited to MEMORY_LIMIT; run as root, the
 runner keeps no capability. What it leaves out: time limits (the grader keeps them, from its own
-process), killing (the warden's) and any sandbox (the code runs with the user's rights, and could
-rewrite this process).
+process), killing (the warden's) and any sandbox (the code runs with the user's rights, and code
+that calls C itself, through ctypes, could open any file or rewrite this process unwatched).
 """
 
 import marshal
@@ -192,6 +198,53 @@ def _private_names():
             names[name] = types.FunctionType(value.__code__, names, name, value.__defaults__,
                                              value.__closure__)
     return names
+
+
+# ---- the watch: the answers must be the file's own ---------------------------------------------
+
+STARTS = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"})
+REWRITES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+
+
+def watch(answers, files=frozenset(), folders=frozenset()):
+    """From now on, end this process at the first thing the learner's code may not do, and say
+    what on descriptor answers, {"not_own": [what it did, to what]}: open a file or folder whose
+    (device, inode) is among files, or a file in one of folders, whichever path leads there (a
+    link, /proc/self/fd, a folder changed into); start another program, whose reading no hook
+    here would see; or rewrite one of this module's functions, the hook among them. An audit hook
+    (sys.addaudithook), which no Python code can remove; it looks up no name when it runs, so that
+    patching os, builtins or this module changes nothing it does."""
+
+    def hook(event, args, files=frozenset(files), folders=frozenset(folders), answers=answers,
+             stat=os.stat, write=os.write, end=os._exit, kind=type, text=str, raw=bytes,
+             number=int, getattr=getattr, quote=QUOTE, errors=(OSError, ValueError, TypeError),
+             starts=STARTS, rewrites=REWRITES, home=globals()):
+        did = None
+        if event == "open" and kind(args[0]) in (text, raw, number):
+            path = args[0].decode("utf-8", "surrogateescape") if kind(args[0]) is raw else args[0]
+            try:
+                found = stat(path)
+                mine = (found.st_dev, found.st_ino) in files
+                if not mine and kind(path) is text:
+                    head, slash, _ = path.rpartition("/")
+                    found = stat(head or slash or ".")        # the folder that holds it
+                    mine = (found.st_dev, found.st_ino) in folders
+            except errors:
+                mine = False          # nothing there yet: no file of the project's
+            did = mine and ["opened", path if kind(path) is text else f"descriptor {path}"]
+        elif event in starts:
+            did = ["started", event]
+        elif event == "object.__setattr__" and args[1] in rewrites and \
+                getattr(args[0], "__globals__", None) is home:       # read-only, unlike __module__
+            did = ["rewrote", args[1]]
+        if did:
+            try:
+                write(answers, ('{"not_own": [' + quote(did[0]) + ", " + quote(did[1])
+                                + "]}\n").encode("utf-8"))
+            finally:
+                end(1)
+
+    sys.addaudithook(hook)
 
 
 # ---- the warden: no learner code runs here ------------------------------------------------------
@@ -374,6 +427,8 @@ def serve(path):
         if not size:
             break
         request = marshal.loads(requests.read(size))
+        if request["call"] == "import":
+            own["watch"](answers.fileno(), *request["args"])
         module, reply = reply_to(module, request, path)
         answer({"id": request["id"], **reply})
     os._exit(0)        # neither the learner's atexit hooks nor its threads hold the process

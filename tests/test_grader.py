@@ -10,6 +10,7 @@ functions.
 
 import atexit
 import concurrent.futures
+import dis
 import json
 import marshal
 import os
@@ -24,9 +25,10 @@ import time
 import unittest
 from unittest import mock
 
+from common import safe_io
 from lab06 import grader as grade_lab06
 from lab06 import runner as grade_lab06_runner
-from tests.helpers import HERE, MessageAssertions, run_script
+from tests.helpers import HERE, MessageAssertions, folder_copy, run_script
 
 SHORT = 0.5        # seconds a call may take where the test waits for a loop to be stopped:
                    # 20 times what importing the file takes, so that a busy machine still has
@@ -316,6 +318,13 @@ MUTANTS = {
         "mask of different lengths (3 scores, 1 mask entry), but it returned"),
 }
 
+# The project's folder as a hostile file finds it: from the runner's path, in its __file__ or in
+# /proc/PID/cmdline (PID: self, or the warden's)
+ROOT_FROM_MAIN = ("import os, sys\n"
+                  "ROOT = os.path.dirname(os.path.dirname(sys.modules['__main__'].__file__))\n")
+ROOT_FROM_PROC = ("import os, sys\nwords = open(f'/proc/PID/cmdline', 'rb').read().split(b'\\0')\n"
+                  "runner = next(w for w in words if w.endswith(b'runner.py')).decode()\n"
+                  "ROOT = os.path.dirname(os.path.dirname(runner))\n")
 SLEEPER = os.path.join(tempfile.mkdtemp(), "sleeper")    # the pid of a process left to outlive
 atexit.register(shutil.rmtree, os.path.dirname(SLEEPER), True)
 
@@ -389,6 +398,45 @@ HOSTILE = {
         "import numpy\n", "FAIL  importing tiny_attention.py: it raised ModuleNotFoundError: No "
                           "module named 'numpy' (line 50): the grader runs the file with the "
                           "standard library alone, as the lab asks"),
+    # answers taken from the project: its folder found as a file could find it, from the runner's
+    # __file__ or a command line in /proc, then its files loaded in each way there is
+    "the project's lab06 imported, its folder found from the runner's __file__": (
+        ROOT_FROM_MAIN + "sys.path.insert(0, ROOT)\nfrom lab06 import attention, masked_softmax\n",
+        f"it opened {os.path.join(HERE, 'lab06', '__init__.py')}, one of the project's own files "
+        f"and folders: the answers must be the file's own"),
+    "a module of the project's loaded by importlib, found from /proc/self/cmdline": (
+        ROOT_FROM_PROC.replace("PID", "self") + "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('h', os.path.join(ROOT, 'lab06', "
+        "'head.py'))\nspec.loader.exec_module(importlib.util.module_from_spec(spec))\n",
+        f"it opened {os.path.join(HERE, 'lab06', 'head.py')}, one of the project's own"),
+    "the project's attention.py read and run, found from the warden's /proc cmdline": (
+        ROOT_FROM_PROC.replace("PID", "{os.getppid()}")
+        + "exec(open(os.path.join(ROOT, 'attention.py')).read(), {'__name__': 'x'})\n",
+        f"it opened {os.path.join(HERE, 'attention.py')}, one of the project's own"),
+    "runpy.run_path of one of the project's modules": (
+        ROOT_FROM_MAIN + "import runpy\nrunpy.run_path(os.path.join(ROOT, 'core', 'masked.py'))\n",
+        f"it opened {os.path.join(HERE, 'core', 'masked.py')}, one of the project's own"),
+    "os.open of one of the project's folders, to open its files through dir_fd": (
+        ROOT_FROM_MAIN + "at = os.open(os.path.join(ROOT, 'lab06'), os.O_RDONLY)\n"
+        "os.read(os.open('head.py', os.O_RDONLY, dir_fd=at), 100)\n",
+        f"it opened {os.path.join(HERE, 'lab06')}, one of the project's own"),
+    "the project's attention.py opened through a link to the project's folder": (
+        ROOT_FROM_MAIN + "link = os.path.join(os.path.dirname(__file__), 'p')\n"
+        "os.symlink(ROOT, link)\nopen(os.path.join(link, 'attention.py')).read()\n",
+        "/p/attention.py, one of the project's own"),
+    "the project's attention.py opened from its folder": (
+        ROOT_FROM_MAIN + "os.chdir(ROOT)\nopen('attention.py').read()\n",
+        "it opened attention.py, one of the project's own"),
+    "another Python started to import the project": (
+        ROOT_FROM_MAIN + "os.chdir(ROOT)\nos.system(sys.executable + ' -c \"import attention\"')\n",
+        "it started another program (os.system): the answers must be the file's own"),
+    "the runner's watch rewritten through gc, then the project imported": (
+        "import gc\nfor f in gc.get_objects():\n    if getattr(f, '__name__', '') == 'hook':\n"
+        "        f.__module__ = 'mine'\n        f.__code__ = (lambda event, args: None).__code__\n"
+        + ROOT_FROM_MAIN
+        + "sys.path.insert(0, ROOT)\nimport attention\n",
+        "it rewrote the __code__ of one of the grader's functions: the answers must be the file's "
+        "own"),
     # its warden killed at once, then a sleeper left that its parent no longer holds
     "a warden stopped, and a sleeper left": (
         "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\nready, told = os.pipe()\n"
@@ -462,12 +510,26 @@ def start_grading(sources):
     return futures
 
 
+# More of the standard library than math, the stack of every call formatted: the runner's own lines
+# (linecache opens runner.py) are no answer taken from the project
+BEYOND_MATH = textwrap.dedent('''
+    import fractions, json, traceback
+    _matmul = matmul
+
+
+    def matmul(left, right):
+        traceback.format_stack()
+        return _matmul(left, right)
+''')
+
+
 def attacking_sources():
     """The files that attack the grader, each graded in a process of its own: first those that
     wait for a limit."""
     slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
             "    time.sleep(0.4)\n    return _matmul(left, right)\n")
-    sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 1.0})}
+    sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 1.0}),
+               "the standard library at large": (LEARNER + BEYOND_MATH, {})}
     sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
                     for name, (attack, _) in HOSTILE.items() if name in LOOPS})
     sources.update({name: (LEARNER + "\n" + attack, {})
@@ -707,7 +769,8 @@ class Grader(MessageAssertions, unittest.TestCase):
                         "masked_scores": cache["scores"], "weights": cache["weights"],
                         "output": cache["mixed"]}
         ''')
-        with tempfile.TemporaryDirectory() as tmp:    # beside it, as in the project's folder
+        # beside a copy of the project, which the grader does not take for the project's own
+        with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(HERE, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
                 ".git", "__pycache__", "tests", "*.png", "*.html", "*.svg"))
             os.chmod(tmp, 0o700)      # copytree gave it the folder's mode, read-only in a download
@@ -873,6 +936,56 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
         self.assertTrue(passed, "\n".join(lines))
+
+    def test_a_file_that_imports_more_of_the_standard_library_passes(self):
+        lines, passed = self.graded["the standard library at large"]
+        self.assertTrue(passed, "\n".join(lines))
+
+    def test_in_the_projects_folder_a_file_imports_its_own_module_but_none_of_the_projects(self):
+        """Part 3 writes tiny_attention.py in the top folder: beside it, a module of the learner's
+        is imported, and one of the project's files (those project_files lists, as a download's
+        list of shipped files would: not the learner's) fails the file that imports it."""
+        with folder_copy("attention.py") as copy, mock.patch.object(
+                safe_io, "project_files", lambda root=None: {"attention.py"}):
+            for name, source in (("mine.py", LEARNER),
+                                 ("tiny_attention.py", "from mine import matmul\n"),
+                                 ("cheat.py", LEARNER + "from attention import matmul\n")):
+                with open(os.path.join(copy, name), "w", encoding="utf-8") as f:
+                    f.write(source)
+            process = grade_lab06.LearnerProcess(os.path.join(copy, "tiny_attention.py"), 2, 5)
+            try:
+                learner = grade_lab06.Learner(process, "tiny_attention.py")
+                self.assertIsNone(learner.load())
+                self.assertEqual(learner.call("matmul", [[1.0]], [[2.0]]).value, [[2.0]])
+            finally:
+                process.stop()
+            lines, passed = grade_lab06.grade(os.path.join(copy, "cheat.py"))
+        self.assertFalse(passed)
+        self.assertIn(f"FAIL  importing cheat.py: it opened {os.path.join(copy, 'attention.py')}, "
+                      f"one of the project's own files and folders: the answers must be the "
+                      f"file's own", first_fail(lines))
+
+    def test_the_runner_watches_the_projects_files_and_folders_and_those_it_makes_for_itself(self):
+        with folder_copy("attention.py") as copy, mock.patch.object(
+                safe_io, "project_files", lambda root=None: {"attention.py", "tiny_attention.py"}):
+            for folder in ("__pycache__", ".git", os.path.join(".git", "objects")):
+                os.mkdir(os.path.join(copy, folder))
+            inode = {name: (os.stat(os.path.join(copy, name)).st_dev,
+                            os.stat(os.path.join(copy, name)).st_ino)
+                     for name in ("attention.py", "", "__pycache__", ".git", ".git/objects")}
+            with open(os.path.join(copy, "tiny_attention.py"), "w", encoding="utf-8") as f:
+                f.write(LEARNER)
+            files, folders = grade_lab06.project_inodes(os.path.join(copy, "tiny_attention.py"))
+        self.assertEqual(files, {inode["attention.py"], inode[""]})     # not the learner's file
+        self.assertEqual(folders, {inode["__pycache__"], inode[".git"], inode[".git/objects"]})
+
+    def test_the_runners_watch_looks_up_no_name_when_it_runs(self):
+        """Every name the hook uses is bound when it is made: patching builtins (str, type),
+        os or the runner's module changes nothing it does."""
+        hook = next(code for code in grade_lab06_runner.watch.__code__.co_consts
+                    if getattr(code, "co_name", None) == "hook")
+        self.assertEqual([step.argval for step in dis.get_instructions(hook)
+                          if step.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF")], [])
 
     @unittest.skipUnless(os.path.isdir("/proc") and hasattr(os, "fork"), "needs /proc and fork")
     def test_what_a_file_leaves_after_stopping_its_warden_ends_with_the_grading(self):
