@@ -21,7 +21,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import time
 
     from common.cli import OneLineParser, Report, guarded
-    from training.colour_stories import SEED, STEPS, question, stories, training_tokenizer
+    from training.stories import SEED, STEPS, question, stories, training_tokenizer
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)

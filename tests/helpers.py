@@ -157,7 +157,7 @@ def run_main(main, *args, cwd=None, stdout_closed=False, stderr_closed=False):
 @functools.lru_cache(maxsize=None)
 def recorded_seed_stories():
     """The recorded seed's stories, training_story's and every held-out set
-    (colour_stories.stories(SEED)), drawn once for every test module of a run: none changes
+    (stories.stories(SEED)), drawn once for every test module of a run: none changes
     them."""
-    from training import colour_stories
-    return colour_stories.stories(colour_stories.SEED)
+    from training import stories
+    return stories.stories(stories.SEED)

@@ -14,7 +14,7 @@ import unittest
 from bpe import Tokenizer
 from common.golden import to_json
 from tests.helpers import HERE, MessageAssertions, recorded_seed_stories, run_script
-from training import colour_stories as cs
+from training import stories as cs
 from training import interventions as iv
 from training.recorded_model import model_from_record, model_record, read_model
 

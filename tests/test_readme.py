@@ -16,7 +16,7 @@ import bpe
 from common import views
 from common.golden import rounded
 from tests.helpers import run_main, shipped
-from training import colour_stories, induction
+from training import stories, induction
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 BENCH_RECORDS = [name for name in shipped(".txt")                   # the tree is the list
@@ -144,8 +144,8 @@ def fractions(values):
 def seeds_sentence(rows):
     """What the seeds show: how many of those STEPS was chosen on and of the rest reach the claim
     on every held-out set, and the worst set of all."""
-    tuned, more = rows[:colour_stories.TUNED_ON], rows[colour_stories.TUNED_ON:]
-    claim, total = colour_stories.CLAIM, colour_stories.TEST_STORIES
+    tuned, more = rows[:stories.TUNED_ON], rows[stories.TUNED_ON:]
+    claim, total = stories.CLAIM, stories.TEST_STORIES
 
     def good(some):
         return sum(min(row["correct"].values()) >= claim for row in some)
@@ -179,36 +179,36 @@ def training_figures(recorded):
     on = {word: example["weights"][-1][example["tokens"].index(" " + word)]
           for word in (example["colour"], example["distractor"])}
     early, late = held_out["distractor early"], held_out["distractor late"]
-    cannot = [run["cannot"][kind] for kind in colour_stories.CANNOT]
+    cannot = [run["cannot"][kind] for kind in stories.CANNOT]
     most = max((c, -row["seed"], kind) for row in rows for kind, c in row["cannot"].items())
     most = (most[0], -most[1], most[2])
     same = min(n for row in rows for n in row["same_for_an_unseen_object"].values())
-    colours, total = len(colour_stories.COLOURS), colour_stories.TEST_STORIES
+    colours, total = len(stories.COLOURS), stories.TEST_STORIES
     return {
         "HELD_OUT_SETS": f"{NUMBER_WORDS[len(held_out)]} held-out sets of {total} stories",
         "RUN_TIME": f"prints the run of seed 1 (about {training_run_seconds():.0f} s on a 2-core "
                     f"machine",
-        "FORMS": f"fillers in {len(colour_stories.FILLERS)} sentence forms",
-        "RAMP": f"evenly (`{colour_stories.RAMP:g} · i/{colour_stories.MAX_TOKENS - 1}`)",
-        "VOCABULARY": f"written from the {len(colour_stories.story_vocabulary())} words a training "
+        "FORMS": f"fillers in {len(stories.FILLERS)} sentence forms",
+        "RAMP": f"evenly (`{stories.RAMP:g} · i/{stories.MAX_TOKENS - 1}`)",
+        "VOCABULARY": f"written from the {len(stories.story_vocabulary())} words a training "
                       f"story can hold",
         "COLOUR_FORMS": f"the eleven basic colour terms of English, given in "
-                        f"{len(set(colour_stories.COLOUR_FORMS))} forms",
+                        f"{len(set(stories.COLOUR_FORMS))} forms",
         "EACH_TWICE": "each about " + ["never", "once", "twice", "three times"][
             config["steps"] // config["train_stories"]],
         "ALL_SEEDS": f"`python3 train_attention.py --seeds {len(rows)}` trains seeds 1 to "
                      f"{len(rows)}",
         "CONFIG": f"d_model {config['d_model']}, d_head {config['d_head']}, "
                   f"{config['steps']} steps",
-        "TABLE_HELD_OUT": colour_stories.held_out_table(run),
+        "TABLE_HELD_OUT": stories.held_out_table(run),
         "NEXT_TOKEN_SENTENCE": f"after \" is\" it says \"{after_is['next token']}\", never a "
                                f"colour, so its {max(next_token_bigram)} of {total}",
         "QUESTION_SENTENCE": f"always answers the colour most frequent in training, "
                              f"\"{after_is['question']}\"",
         "CHANCE": f"(1 in {colours}, about {total / colours:.1f} of {total})",
         "QUESTION_RANGE": f"{min(question_bigram)} to {max(question_bigram)} of {total}",
-        "TABLE_SEEDS": colour_stories.seeds_header() + "".join(
-            colour_stories.seeds_line(row) for row in rows[:colour_stories.TUNED_ON]),
+        "TABLE_SEEDS": stories.seeds_header() + "".join(
+            stories.seeds_line(row) for row in rows[:stories.TUNED_ON]),
         "SEEDS_SENTENCE": seeds_sentence(rows),
         "STEPS_PHRASE": f"in {config['steps']} steps of one story each",
         "LAST_ROW": f"the last row is the question, \" is\" of "
@@ -230,7 +230,7 @@ def training_figures(recorded):
         "CANNOT_MOST": f"Over seeds 1 to {len(rows)} the most any answers is {most[0]} of "
                        f"{total} (seed {most[1]}, {most[2]})",
         "CANNOT_SAME": f"each seed gives the same answer in at least {same} of {total} stories",
-        "CONTEXT": f"A story may have up to {colour_stories.MAX_TOKENS} tokens (`MAX_TOKENS`)",
+        "CONTEXT": f"A story may have up to {stories.MAX_TOKENS} tokens (`MAX_TOKENS`)",
         "LONGEST": f"The longest training prompt has {run['longest_training_prompt']} tokens",
         "STORY_COMMAND": f"python3 train_attention.py --story \"{example['story']}\"",
         "STORY_RETURNS": f"returns the answer (`\"{example['answer']}\"`)",
@@ -393,9 +393,9 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertIn(f"(the limit is {views.MAX_TOKENS})", flat(read("common/README.md")))
         self.assertIn(f"keeps the {bpe.CHUNK_CACHE_SIZE:,} most recent",
                       flat(read("benchmarks/README.md")))
-        self.assertIn(f"on {colour_stories.TRAIN_STORIES} such stories",
+        self.assertIn(f"on {stories.TRAIN_STORIES} such stories",
                       flat(read("training/README.md")))
-        self.assertIn(f"up to MAX_TOKENS = {colour_stories.MAX_TOKENS} tokens",
+        self.assertIn(f"up to MAX_TOKENS = {stories.MAX_TOKENS} tokens",
                       flat(read("train_attention.py")))
 
     def test_where_each_idea_lives_names_functions_that_exist(self):

@@ -1,4 +1,4 @@
-"""The colour stories and their model (colour_stories.py), the recorded run (training-run.json) and
+"""The colour stories and their model (stories.py), the recorded run (training-run.json) and
 train_attention.py's command line: each set of stories holds what its name says, both bigrams,
 the whole model's gradient, Adam's steps, a short training, predict's door, the recorded claims,
 and the command line's refusals."""
@@ -24,7 +24,7 @@ from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, recorded_seed_stories, run_script)
 from bpe import chunks
 from lab06.runner import descendants
-from training import colour_stories as cs
+from training import stories as cs
 from training import story_words
 from training.recorded_model import read_model
 

@@ -1,7 +1,7 @@
 """Which part of the trained layer gave the answer: remove a connection, ablate a value, patch
-activations, on the model colour_stories trains.
+activations, on the model stories.py trains.
 
-The model answers from the question's row alone (colour_stories.forward):
+The model answers from the question's row alone (stories.forward):
 
     x = E[ids] + position(0…T−1)  q, k, v = x·Wq, x·Wk, x·Wv     each (T, d_head)
     weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
@@ -40,8 +40,8 @@ from common import checks
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.colour_stories import (COLOURS, answer_of, check_model, embed, encode_question,
-                                     question)
+from training.stories import (COLOURS, answer_of, check_model, embed, encode_question,
+                             question)
 
 PATCHED = ("q", "k", "v")
 RESTORES = 0.9          # the claim: the colour's value restores at least this share
@@ -188,7 +188,7 @@ def colour_swapped(s, offset=1):
     """A generator's Story with its colour replaced in its text by the offset-th next colour of
     COLOURS that is neither its colour nor its distractor's: (clean question, corrupted question).
 
-    >>> from training.colour_stories import Story
+    >>> from training.stories import Story
     >>> colour_swapped(Story("mia has a red ball. the ball is red.", "red", "ball", None))
     ('mia has a red ball. the ball is', 'mia has a blue ball. the ball is')
     """
@@ -273,7 +273,7 @@ def blocking_evidence(model, test):
 def both_swapped(s):
     """A story with a distractor, its two colours swapped: (clean question, corrupted question).
 
-    >>> from training.colour_stories import Story
+    >>> from training.stories import Story
     >>> both_swapped(Story("mia has a red ball. tom has a blue cup too. the ball is red.", "red",
     ...                    "ball", "blue"))
     ('mia has a red ball. tom has a blue cup too. the ball is', \

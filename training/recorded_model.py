@@ -22,7 +22,7 @@ from bpe import Tokenizer
 from common.checks import check_matrix, int_of
 from common.safe_io import read_text
 
-from training.colour_stories import COLOURS
+from training.stories import COLOURS
 
 PARAMS = ("E", "U", "Wq", "Wk", "Wv", "Wo")
 

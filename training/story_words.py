@@ -1,9 +1,9 @@
-"""The training stories' words, by part of speech: the broad vocabulary colour_stories.py writes
+"""The training stories' words, by part of speech: the broad vocabulary stories.py writes
 its colour-free sentences from, so that a word a story of someone else's uses is most often one the
 model was trained on, and a word it never saw still meets pieces it was.
 
 Every word is lower-case a to z (a time may be words and spaces), and no word is or holds a colour
-word of colour_stories.COLOURS (test_training checks both). PLURALS[i] is the plural of NOUNS[i]
+word of stories.COLOURS (test_training checks both). PLURALS[i] is the plural of NOUNS[i]
 and VERBS_PRESENT[i] the present of VERBS_PAST[i].
 """
 
