@@ -1,9 +1,9 @@
 """Why attention: train the lesson's layer on the colour stories, and measure it honestly.
 
 A story gives a thing its colour anywhere in up to 128 tokens and asks for it back in its last
-sentence; half the training stories hold a distractor, another colour later on. stories.py
-holds the stories, the two bigrams, the model around the lesson's layer and its training; this is
-their command line.
+sentence; half the training stories hold a distractor, another colour later on. training/ holds
+the stories, the two bigrams, the model around the lesson's layer and its training
+(training/README.md); this is their command line.
 
     python3 train_attention.py               train seed 1 and print its run (about 24 s)
     python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
@@ -44,7 +44,7 @@ The stories use the eleven COLOURS and the words of training/story_words.py; a s
 others, in lower-case letters with spaces and . , ! ? ' (a word the stories never use is read in
 pieces). A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the
 limit.
-What it leaves out is stories.py's: batches, dropout, normalization, a second layer.
+What the trained model leaves out: batches, dropout, normalization, a second layer.
 """
 
 import sys
@@ -65,11 +65,12 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common.golden import rounded, to_json, write_or_check
     from common.safe_io import read_text
     from common.views import heatmaps_svg, panel, text_table, token_labels
-    from training.stories import (COLOURS, LOSS_EVERY, MAX_TOKENS, NAMES, OBJECTS,
-                                 RECORDED_SEEDS, SEED, STEPS, cannot_line, embed,
-                                 encode_question, held_out_table, layer, measure,
-                                 predict, run, seed_row, seeds_header, seeds_line,
-                                 stories, train_model, training_tokenizer)
+    from training.model import embed, layer, predict
+    from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
+                                  training_tokenizer)
+    from training.tables import cannot_line, held_out_table, seed_row, seeds_header, seeds_line
+    from training.train import (LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run,
+                                train_model)
     from training import induction
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)

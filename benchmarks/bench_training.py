@@ -21,7 +21,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import time
 
     from common.cli import OneLineParser, Report, guarded
-    from training.stories import SEED, STEPS, question, stories, training_tokenizer
+    from training.stories import question, stories, training_tokenizer
+    from training.train import SEED, STEPS
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)

@@ -157,7 +157,8 @@ def run_main(main, *args, cwd=None, stdout_closed=False, stderr_closed=False):
 @functools.lru_cache(maxsize=None)
 def recorded_seed_stories():
     """The recorded seed's stories, training_story's and every held-out set
-    (stories.stories(SEED)), drawn once for every test module of a run: none changes
+    (stories(SEED) of training/stories.py), drawn once for every test module of a run: none changes
     them."""
-    from training import stories
-    return stories.stories(stories.SEED)
+    from training.stories import stories
+    from training.train import SEED
+    return stories(SEED)

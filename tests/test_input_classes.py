@@ -26,7 +26,7 @@ from lab06 import attend
 from lab06 import lab
 from tests.helpers import HERE, MessageAssertions, folder_copy, run_main, run_script
 import trace_attention as ta
-from training import stories
+from training import model as training_model
 
 EYE = [[1.0, 0.0], [0.0, 1.0]]
 
@@ -332,7 +332,7 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
         self.assertEqual(transpose([[True, False]]), [[True], [False]])     # a mask, whole
         for seed in (True, Seed(1.0), math.nan, None, "abc", 1.0):
             for call, args in ((init_attention, (4, 2, seed)), (ta.embeddings, (3, seed)),
-                               (stories.init_params, (5, seed))):
+                               (training_model.init_params, (5, seed))):
                 with self.subTest(call=call.__name__, seed=seed):
                     self.assertMessage(TypeError, "seed must be an int, got", call, *args)
         self.assertEqual(transpose([[1.0, -math.inf]]), [[1.0], [-math.inf]])   # masked scores
@@ -433,12 +433,12 @@ class IndicesAndStepsInRange(MessageAssertions, unittest.TestCase):
         self.assertEqual(w, [[1.0]])
 
     def test_an_index_out_of_range_is_refused_not_read_from_the_end(self):
-        params = stories.init_params(5, 1)
+        params = training_model.init_params(5, 1)
         self.assertMessage(ValueError, "answer must be an index of COLOURS, 0 to 10, got -1",
-                           stories.loss_and_grads, params, [0, 1, 2], -1)
+                           training_model.loss_and_grads, params, [0, 1, 2], -1)
         self.assertMessage(TypeError,
                            "answer must be an index of COLOURS, an int 0 to 10, got bool",
-                           stories.loss_and_grads, params, [0, 1, 2], True)
+                           training_model.loss_and_grads, params, [0, 1, 2], True)
         params, x = init_attention(4, 2, 11), [[0.5, 0.1, 0.2, 0.3]] * 3
         full, given = attention_forward(params, x), kv.steps(params, x)
         self.assertMessage(ValueError, "t must be a position of the full pass, 0 to 2, got -1",

@@ -11,12 +11,15 @@ import re
 import tempfile
 import unittest
 
+from attention import attention_forward
 from bpe import Tokenizer
 from common.golden import to_json
 from tests.helpers import HERE, MessageAssertions, recorded_seed_stories, run_script
-from training import stories as cs
 from training import interventions as iv
+from training.model import D_HEAD, embed, forward, init_params, layer, predict
 from training.recorded_model import model_from_record, model_record, read_model
+from training.stories import ALPHABET, COLOURS, HELD_OUT, training_tokenizer
+from training.train import SEED, STEPS
 
 MODEL_PATH = os.path.join(HERE, "training", "trained-model.json")
 EXAMPLE = "tom has a green kite. sam has a blue car too. the kite is"     # a distractor's story
@@ -58,26 +61,26 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
 
     def test_the_recorded_model_is_the_recorded_runs_configuration(self):
         model, run = recorded(), recorded_run()
-        self.assertEqual((model["seed"], model["steps"]), (cs.SEED, cs.STEPS))
-        self.assertEqual(len(model["params"]["Wq"][0]), cs.D_HEAD)
+        self.assertEqual((model["seed"], model["steps"]), (SEED, STEPS))
+        self.assertEqual(len(model["params"]["Wq"][0]), D_HEAD)
         self.assertEqual(len(model["tokenizer"].vocab), run["config"]["vocab_size"])
-        self.assertEqual(model["tokenizer"].merges, cs.training_tokenizer().merges)
+        self.assertEqual(model["tokenizer"].merges, training_tokenizer().merges)
 
     def test_the_recorded_model_draws_the_recorded_runs_example(self):
         """Every row of the figure's map and the answer, as training-run.json recorded them."""
         example = recorded_run()["example"]
         model = recorded()
-        answer, _ = cs.predict(model, example["story"])
+        answer, _ = predict(model, example["story"])
         ids = model["tokenizer"].encode(example["story"])
-        every_row = cs.attention_forward(cs.layer(model["params"]),
-                                         cs.embed(model["params"], ids))["weights"]
+        every_row = attention_forward(layer(model["params"]),
+                                         embed(model["params"], ids))["weights"]
         self.assertEqual(answer, example["answer"])
         self.assertEqual([[round(w, 4) for w in row] for row in every_row], example["weights"])
 
     def test_a_model_comes_back_from_its_record_bit_for_bit(self):
-        tokenizer = Tokenizer(cs.ALPHABET, [(" ", "r"), (" r", "e"), (" re", "d")])
+        tokenizer = Tokenizer(ALPHABET, [(" ", "r"), (" r", "e"), (" re", "d")])
         model = {"tokenizer": tokenizer,
-                 "params": cs.init_params(len(tokenizer.vocab), 3, d_model=3, d_head=2)}
+                 "params": init_params(len(tokenizer.vocab), 3, d_model=3, d_head=2)}
         model["params"]["E"][0][0] = -0.0
         back = model_from_record(json.loads(to_json(model_record(model, 3, 5))))
         self.assertEqual(bits(back["params"]), bits(model["params"]))
@@ -94,7 +97,7 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
             record = json.load(f)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trained-model.json")
-            for steps in (cs.STEPS, cs.STEPS + 1):
+            for steps in (STEPS, STEPS + 1):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(to_json(dict(record, steps=steps)))
                 self.assertEqual(read_model(path)["steps"], steps)
@@ -103,7 +106,7 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
             self.assertMessage(ValueError, "trained-model.json is not valid JSON", read_model, path)
 
     def test_a_record_that_is_not_a_model_is_refused_naming_the_part(self):
-        record = model_record(recorded(), cs.SEED, cs.STEPS)
+        record = model_record(recorded(), SEED, STEPS)
         short_e = dict(record, params=dict(record["params"], E=record["params"]["E"][:-1]))
         vocab, d_model = len(record["params"]["E"]), len(record["params"]["E"][0])
         for bad, fragment in [([], "must hold seed, steps, alphabet, merges and params"),
@@ -119,7 +122,7 @@ class Interventions(MessageAssertions, unittest.TestCase):
     def test_an_unchanged_run_is_forwards_bit_for_bit(self):
         model = recorded()
         before, after = iv.intervene(model, EXAMPLE)
-        fw = cs.forward(model["params"], model["tokenizer"].encode(EXAMPLE))
+        fw = forward(model["params"], model["tokenizer"].encode(EXAMPLE))
         for run in (before, after):
             self.assertEqual(bits(run["logits"]), bits(fw["logits"]))
             self.assertEqual(bits(run["weights"]), bits(fw["row"]["weights"][0]))
@@ -208,7 +211,7 @@ class Patching(unittest.TestCase):
         patched = 0
         for kind, test in recorded_seed_stories()[1].items():
             s = min(test, key=lambda s: len(s.text))
-            if len(cs.training_tokenizer().encode(s.text)) > 50:
+            if len(training_tokenizer().encode(s.text)) > 50:
                 continue
             with self.subTest(kind=kind, story=s.text):
                 patched += self.assertColourValueCarriesTheAnswer(*iv.colour_swapped(s))
@@ -231,16 +234,16 @@ class Patching(unittest.TestCase):
         with open(os.path.join(HERE, "training", "interventions-run.json"),
                   encoding="utf-8") as f:
             found = json.load(f)
-        self.assertEqual(list(found["patching"]), list(cs.HELD_OUT))
+        self.assertEqual(list(found["patching"]), list(HELD_OUT))
         tests = recorded_seed_stories()[1]
         for kind, one in found["patching"].items():     # a swap for each colour not the story's
             self.assertEqual(one["pairs"] + one["refused"], sum(
-                len(cs.COLOURS) - 1 - (s.distractor is not None) for s in tests[kind]), kind)
+                len(COLOURS) - 1 - (s.distractor is not None) for s in tests[kind]), kind)
             self.assertEqual(one["other_values_moved"], 0, kind)
             self.assertEqual(one["value_least"] < iv.RESTORES,
                              one["value_restores"] < one["pairs"], kind)
         self.assertEqual(list(found["blocking"]),
-                         [kind for kind in cs.HELD_OUT if all(s.distractor for s in tests[kind])])
+                         [kind for kind in HELD_OUT if all(s.distractor for s in tests[kind])])
 
         def answers(value):         # every answer the record holds, at any depth
             if isinstance(value, dict):
@@ -251,7 +254,7 @@ class Patching(unittest.TestCase):
         found_answers = answers(found["example"])
         self.assertGreaterEqual(len(found_answers), 4)
         for answer in found_answers:
-            self.assertIn(answer, [" " + colour for colour in cs.COLOURS])
+            self.assertIn(answer, [" " + colour for colour in COLOURS])
 
 
 class CommandLine(MessageAssertions, unittest.TestCase):

@@ -16,7 +16,7 @@ import bpe
 from common import views
 from common.golden import rounded
 from tests.helpers import run_main, shipped
-from training import stories, induction
+from training import induction, model, stories, tables, train
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 BENCH_RECORDS = [name for name in shipped(".txt")                   # the tree is the list
@@ -144,8 +144,8 @@ def fractions(values):
 def seeds_sentence(rows):
     """What the seeds show: how many of those STEPS was chosen on and of the rest reach the claim
     on every held-out set, and the worst set of all."""
-    tuned, more = rows[:stories.TUNED_ON], rows[stories.TUNED_ON:]
-    claim, total = stories.CLAIM, stories.TEST_STORIES
+    tuned, more = rows[:train.TUNED_ON], rows[train.TUNED_ON:]
+    claim, total = train.CLAIM, stories.TEST_STORIES
 
     def good(some):
         return sum(min(row["correct"].values()) >= claim for row in some)
@@ -189,7 +189,7 @@ def training_figures(recorded):
         "RUN_TIME": f"prints the run of seed 1 (about {training_run_seconds():.0f} s on a 2-core "
                     f"machine",
         "FORMS": f"fillers in {len(stories.FILLERS)} sentence forms",
-        "RAMP": f"evenly (`{stories.RAMP:g} · i/{stories.MAX_TOKENS - 1}`)",
+        "RAMP": f"evenly (`{model.RAMP:g} · i/{stories.MAX_TOKENS - 1}`)",
         "VOCABULARY": f"written from the {len(stories.story_vocabulary())} words a training "
                       f"story can hold",
         "COLOUR_FORMS": f"the eleven basic colour terms of English, given in "
@@ -200,15 +200,15 @@ def training_figures(recorded):
                      f"{len(rows)}",
         "CONFIG": f"d_model {config['d_model']}, d_head {config['d_head']}, "
                   f"{config['steps']} steps",
-        "TABLE_HELD_OUT": stories.held_out_table(run),
+        "TABLE_HELD_OUT": tables.held_out_table(run),
         "NEXT_TOKEN_SENTENCE": f"after \" is\" it says \"{after_is['next token']}\", never a "
                                f"colour, so its {max(next_token_bigram)} of {total}",
         "QUESTION_SENTENCE": f"always answers the colour most frequent in training, "
                              f"\"{after_is['question']}\"",
         "CHANCE": f"(1 in {colours}, about {total / colours:.1f} of {total})",
         "QUESTION_RANGE": f"{min(question_bigram)} to {max(question_bigram)} of {total}",
-        "TABLE_SEEDS": stories.seeds_header() + "".join(
-            stories.seeds_line(row) for row in rows[:stories.TUNED_ON]),
+        "TABLE_SEEDS": tables.seeds_header() + "".join(
+            tables.seeds_line(row) for row in rows[:train.TUNED_ON]),
         "SEEDS_SENTENCE": seeds_sentence(rows),
         "STEPS_PHRASE": f"in {config['steps']} steps of one story each",
         "LAST_ROW": f"the last row is the question, \" is\" of "

@@ -1,4 +1,4 @@
-"""The colour stories and their model (stories.py), the recorded run (training-run.json) and
+"""The colour stories and their model (training/), the recorded run (training-run.json) and
 train_attention.py's command line: each set of stories holds what its name says, both bigrams,
 the whole model's gradient, Adam's steps, a short training, predict's door, the recorded claims,
 and the command line's refusals."""
@@ -24,8 +24,7 @@ from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, recorded_seed_stories, run_script)
 from bpe import chunks
 from lab06.runner import descendants
-from training import stories as cs
-from training import story_words
+from training import adam, bigrams, model, stories, story_words, tables, train
 from training.recorded_model import read_model
 
 def running(pid):
@@ -71,7 +70,7 @@ SEED = 20261129
 
 
 def seeded_stories():
-    """cs.stories(cs.SEED), drawn once for every test: the recorded run's stories."""
+    """stories.stories(train.SEED), drawn once for every test: the recorded run's stories."""
     return recorded_seed_stories()
 
 
@@ -83,7 +82,7 @@ def sentences(text):
 
 def colours_in(sentence):
     words = re.split(r"[ ,!?.']+", sentence)
-    return [word for word in words if word in cs.COLOURS]
+    return [word for word in words if word in stories.COLOURS]
 
 
 def colour_sentences(s):
@@ -92,7 +91,7 @@ def colour_sentences(s):
 
 
 def tokens(text):
-    return len(cs.training_tokenizer().encode(text))
+    return len(stories.training_tokenizer().encode(text))
 
 
 class Stories(unittest.TestCase):
@@ -121,7 +120,7 @@ class Stories(unittest.TestCase):
         """Where the first colour sentence stands (after how many lead-ins), how many sentences
         follow it, whether a distractor does, and what else each set's name promises."""
         for kind, test in self.tests.items():
-            self.assertEqual(len(test), cs.TEST_STORIES, kind)
+            self.assertEqual(len(test), stories.TEST_STORIES, kind)
             for s in test:
                 named, count = colour_sentences(s), len(sentences(s.text))
                 first, after = named[0], count - named[0] - 2     # sentences after the first
@@ -145,9 +144,10 @@ class Stories(unittest.TestCase):
                     self.assertEqual(named, [0, 1], s.text)
                 if kind == "distractor late":
                     self.assertEqual(named, [0, count - 2], s.text)
-                self.assertLessEqual(tokens(cs.question(s)), cs.MAX_TOKENS, s.text)
+                self.assertLessEqual(tokens(stories.question(s)), stories.MAX_TOKENS, s.text)
                 if kind == "full context":
-                    self.assertGreaterEqual(tokens(cs.question(s)), cs.MAX_TOKENS * 3 // 4)
+                    self.assertGreaterEqual(tokens(stories.question(s)),
+                                            stories.MAX_TOKENS * 3 // 4)
                 if kind == "punctuation":     # every colour-free sentence holds a mark but its end
                     for i, part in enumerate(sentences(s.text)[:-1]):
                         if i not in named:
@@ -158,7 +158,7 @@ class Stories(unittest.TestCase):
                                  {"lead-in": {1, 2, 3}, "long lead-in": set(range(4, 9)),
                                   "late colour": set(range(9, 15))}[kind], kind)
         self.assertEqual(self.tests["shifted"],
-                         [s._replace(text=f"{cs.SHIFTING_SENTENCE} {s.text}")
+                         [s._replace(text=f"{stories.SHIFTING_SENTENCE} {s.text}")
                           for s in self.tests["plain"]])
 
     def test_the_new_words_set_uses_no_word_a_training_story_holds(self):
@@ -166,7 +166,7 @@ class Stories(unittest.TestCase):
         trained |= {word for name in story_words.__all__ for phrase in getattr(story_words, name)
                     for word in phrase.split()}
         new = {word for s in self.tests["new words"] for sentence in sentences(s.text)[:-1]
-               for word in re.split(r"[ ,!?']+", sentence)} - set(cs.COLOURS)
+               for word in re.split(r"[ ,!?']+", sentence)} - set(stories.COLOURS)
         common = {"the", "a", "an", "is", "of", "in", "at", "was", "has", "had", "got", "so",
                   "all", "then", "why", "what", "it", "look", "too", "one", "day", "today", "oh",
                   "later", "there", "found", "bought", "colour", "painted", "liked", "best", "big",
@@ -175,18 +175,18 @@ class Stories(unittest.TestCase):
                   "grandpa", "couldn", "stop", "thinking", "about", "wasn", "anymore", "afternoon",
                   "morning", "by", "with", "isn"}
         self.assertEqual((new - common) & trained, set())
-        for words in cs.NEW_WORDS[:-1]:       # every list but the fillers
+        for words in stories.NEW_WORDS[:-1]:       # every list but the fillers
             self.assertFalse(set(words) & trained, words)
 
     def test_no_word_of_the_vocabulary_is_or_holds_a_colour(self):
         for name in story_words.__all__:
             for phrase in getattr(story_words, name):
                 self.assertRegex(phrase, r"^[a-z]+( [a-z]+)*$", name)
-                for colour in cs.COLOURS + ["gray"]:
+                for colour in stories.COLOURS + ["gray"]:
                     self.assertNotIn(colour, phrase, name)
-        for words in cs.NEW_WORDS:
+        for words in stories.NEW_WORDS:
             for phrase in words:
-                for colour in cs.COLOURS:
+                for colour in stories.COLOURS:
                     self.assertNotIn(colour, phrase.replace("{", " "))
 
     def test_held_out_stories_are_neither_trained_on_nor_repeated(self):
@@ -209,14 +209,14 @@ class Stories(unittest.TestCase):
         self.assertTrue(0.45 < len(with_distractor) / count < 0.55, len(with_distractor))
         gaps = Counter(colour_sentences(s)[1] - colour_sentences(s)[0] for s in with_distractor)
         self.assertLessEqual(set(range(1, 11)), set(gaps), "a distractor at each of 10 places")
-        places = {tokens(cs.question(s)[:cs.question(s).index(f" {s.colour}")]) * 10
-                  // cs.MAX_TOKENS for s in self.train}
+        places = {tokens(stories.question(s)[:stories.question(s).index(f" {s.colour}")]) * 10
+                  // stories.MAX_TOKENS for s in self.train}
         self.assertEqual(places, set(range(10)))
-        self.assertEqual(max(tokens(cs.question(s)) for s in self.train), cs.MAX_TOKENS)
+        self.assertEqual(max(tokens(stories.question(s)) for s in self.train), stories.MAX_TOKENS)
 
     def test_every_word_of_the_vocabulary_is_one_token_after_a_space_and_first(self):
-        tokenizer = cs.training_tokenizer()
-        vocabulary = cs.story_vocabulary()
+        tokenizer = stories.training_tokenizer()
+        vocabulary = stories.story_vocabulary()
         self.assertGreater(len(vocabulary), 2000)
         for word in vocabulary:
             self.assertEqual((len(tokenizer.encode(" " + word)), len(tokenizer.encode(word))),
@@ -226,7 +226,7 @@ class Stories(unittest.TestCase):
         """Every word the generator writes, with its leading space or first in a story, and every
         mark, is one token (the made-up words of some training fillers are left out: they are
         made to be pieces)."""
-        tokenizer = cs.training_tokenizer()
+        tokenizer = stories.training_tokenizer()
         for kind in ("plain", "lead-in", "long", "punctuation", "full context"):
             for s in self.tests[kind]:
                 for chunk in chunks(s.text):
@@ -236,13 +236,13 @@ class Stories(unittest.TestCase):
         """second object: both colours in the first sentence; distractor's object: the second
         colour in the second sentence. Either way the question's object is the second colour's,
         and no story is one of stories(SEED) or repeated."""
-        sets = cs.cannot_stories(cs.SEED, seeded_stories())
+        sets = stories.cannot_stories(train.SEED, seeded_stories())
         seen = {s.text for s in self.train} | {s.text for t in self.tests.values() for s in t}
         texts = [s.text for test in sets.values() for s in test]
         self.assertEqual(len(set(texts)), len(texts))
         self.assertFalse(set(texts) & seen)
         for kind, test in sets.items():
-            self.assertEqual(len(test), cs.TEST_STORIES, kind)
+            self.assertEqual(len(test), stories.TEST_STORIES, kind)
             for s in test:
                 parts = sentences(s.text)
                 named = colour_sentences(s)
@@ -259,12 +259,12 @@ class Stories(unittest.TestCase):
 
     def test_a_question_about_an_unseen_object_names_none_of_the_story(self):
         for s in self.tests["plain"]:
-            text = cs.unseen_question(s)
+            text = stories.unseen_question(s)
             other = text.split()[-2]
-            self.assertIn(other, cs.OBJECTS)
+            self.assertIn(other, stories.OBJECTS)
             self.assertNotIn(other, s.text.replace(".", " ").split(), s.text)
             self.assertEqual(text.removesuffix(f"the {other} is"),
-                             cs.question(s).removesuffix(f"the {s.thing} is"))
+                             stories.question(s).removesuffix(f"the {s.thing} is"))
 
 
 class Bigrams(unittest.TestCase):
@@ -273,8 +273,8 @@ class Bigrams(unittest.TestCase):
     def setUpClass(cls):
         train, cls.tests = seeded_stories()
         cls.train = train[:200]         # a smaller training set: the same bigrams' rules
-        cls.tokenizer = cs.training_tokenizer()
-        cls.fitted = cs.bigrams(cls.tokenizer, cls.train)
+        cls.tokenizer = stories.training_tokenizer()
+        cls.fitted = bigrams.bigrams(cls.tokenizer, cls.train)
 
     def test_the_question_bigram_answers_the_most_frequent_colour_after_is(self):
         counts = Counter(s.colour for s in self.train)
@@ -291,7 +291,7 @@ class Bigrams(unittest.TestCase):
     def test_a_bigram_scores_a_story_when_its_guess_is_the_colour(self):
         is_id, red = self.tokenizer.encode(" is")[0], self.tokenizer.encode(" red")[0]
         test = self.tests["plain"]
-        self.assertEqual(cs.bigram_score({is_id: red}, self.tokenizer, test),
+        self.assertEqual(bigrams.bigram_score({is_id: red}, self.tokenizer, test),
                          sum(s.colour == "red" for s in test))
 
 
@@ -302,15 +302,15 @@ class Model(unittest.TestCase):
         random: at zero, as init_params starts it, a path through E would be tried at one point
         only). The sparse rows of E's gradient are its only rows that are not zeros."""
         rng = random.Random(SEED)
-        params = cs.init_params(vocab_size=5, seed=SEED, d_model=3, d_head=2)
+        params = model.init_params(vocab_size=5, seed=SEED, d_model=3, d_head=2)
         params["E"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["E"]]
         prompt, answer = [3, 1, 3], 2
-        _, grads = cs.loss_and_grads(params, prompt, answer)
+        _, grads = model.loss_and_grads(params, prompt, answer)
         self.assertEqual(sorted(grads["E"]), [1, 3])
         grads["E"] = [grads["E"].get(t, [0.0] * 3) for t in range(5)]
 
         def loss():
-            return -math.log(softmax_row(cs.forward(params, prompt)["logits"])[answer])
+            return -math.log(softmax_row(model.forward(params, prompt)["logits"])[answer])
 
         numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
         self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
@@ -321,35 +321,35 @@ class Model(unittest.TestCase):
         the last row) gives the same numbers and every gradient to the last bit (as float.hex, so
         a −0.0 would show): on one token, on a last token seen before, on a token repeated."""
         rng = random.Random(SEED)
-        params = cs.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3)
+        params = model.init_params(vocab_size=5, seed=SEED, d_model=4, d_head=3)
         params["E"] = [[rng.uniform(-0.5, 0.5) for _ in row] for row in params["E"]]
         for prompt, answer in (([0], 2), ([0, 1, 0], 3), ([3, 1, 4, 1, 0], 2)):
             with self.subTest(prompt=prompt):
-                fw = cs.forward(params, prompt)
-                full = attention_forward(cs.layer(params), fw["x"])
+                fw = model.forward(params, prompt)
+                full = attention_forward(model.layer(params), fw["x"])
                 d_logits = softmax_row(fw["logits"])
                 d_logits[answer] -= 1.0
                 d_out = question_row_and_its_gradient(self, fw["row"], fw["out"], full, d_logits,
                                                       params["U"])
-                expected, d_x = attention_backward(cs.layer(params), fw["x"], full, d_out)
+                expected, d_x = attention_backward(model.layer(params), fw["x"], full, d_out)
                 expected["U"] = [[o * d for d in d_logits] for o in full["out"][-1]]
                 expected["E"] = {}
                 for t, d_row in zip(prompt, d_x):
                     expected["E"][t] = [g + d for g, d in zip(expected["E"].get(t, [0.0] * 4),
                                                               d_row)]
-                _, grads = cs.loss_and_grads(params, prompt, answer)
+                _, grads = model.loss_and_grads(params, prompt, answer)
                 self.assertEqual(bits(grads), bits(expected))
 
     def test_the_position_is_fixed_and_grows_with_the_place(self):
         """position(i) is the same for every seed and model, and each of its scales grows with
         i, so that the earliest of two colours is told apart at any two places."""
-        rows = [cs.position(i) for i in range(cs.MAX_TOKENS)]
+        rows = [model.position(i) for i in range(stories.MAX_TOKENS)]
         for column in range(2):
             values = [row[column] for row in rows]
             self.assertEqual(values, sorted(set(values)), column)
         self.assertEqual({v for row in rows for v in row[2:]}, {0.0})
-        params = cs.init_params(vocab_size=3, seed=SEED)
-        self.assertEqual(cs.embed(params, [2, 0]), [cs.position(0), cs.position(1)])
+        params = model.init_params(vocab_size=3, seed=SEED)
+        self.assertEqual(model.embed(params, [2, 0]), [model.position(0), model.position(1)])
 
     def test_adam_moves_a_weight_by_the_rate_of_its_step_against_its_gradient(self):
         """With a constant gradient, m̂ = g and ŝ = g², so each step moves a weight by the step's
@@ -357,23 +357,23 @@ class Model(unittest.TestCase):
         with no gradient stays. ADAM_EPS = 1e-8 beside |g| ≥ 0.5 shortens a step by at most a
         relative 2e-8: 3e-9 of the 0.15 moved."""
         params = {"W": [[1.0, 2.0, 3.0]]}
-        adam = cs.Adam(params, steps=2, learning_rate=0.1)
+        optimizer = adam.Adam(params, steps=2, learning_rate=0.1)
         for _ in range(2):
-            adam.step(params, {"W": [[0.5, -2.0, 0.0]]})
+            optimizer.step(params, {"W": [[0.5, -2.0, 0.0]]})
         for w, expected in zip(params["W"][0], [1.0 - 0.15, 2.0 + 0.15, 3.0]):
             self.assertAlmostEqual(w, expected, delta=1e-8)
 
     def test_a_row_no_prompt_reaches_keeps_what_it_was_running_means_and_all(self):
         """E's gradient holds the prompt's rows alone, and Adam steps only the rows it is given:
         a token no prompt holds keeps E's starting zeros however long the training."""
-        params = cs.init_params(vocab_size=6, seed=SEED, d_model=4, d_head=2)
-        adam = cs.Adam(params, steps=20)
+        params = model.init_params(vocab_size=6, seed=SEED, d_model=4, d_head=2)
+        optimizer = adam.Adam(params, steps=20)
         for step in range(20):
-            _, grads = cs.loss_and_grads(params, [step % 3, 3, 4], step % 2)
+            _, grads = model.loss_and_grads(params, [step % 3, 3, 4], step % 2)
             self.assertEqual(sorted(grads["E"]), [step % 3, 3, 4])
-            adam.step(params, grads)
+            optimizer.step(params, grads)
         self.assertEqual(params["E"][5], [0.0] * 4)
-        self.assertEqual(adam.mean_grad["E"][5], [0.0] * 4)
+        self.assertEqual(optimizer.mean_grad["E"][5], [0.0] * 4)
         for t in range(5):
             self.assertTrue(any(params["E"][t]), t)
 
@@ -381,12 +381,12 @@ class Model(unittest.TestCase):
         """Every prompt ends with the same tokens; the answer is its first token."""
         rng = random.Random(SEED)
         pairs = [([first, 4, 5, 6], first) for first in range(4)]
-        params = cs.init_params(vocab_size=7, seed=SEED, d_model=8, d_head=4)
-        before = sum(cs.loss_and_grads(params, *pair)[0] for pair in pairs)
-        adam = cs.Adam(params, steps=60, learning_rate=0.1)
+        params = model.init_params(vocab_size=7, seed=SEED, d_model=8, d_head=4)
+        before = sum(model.loss_and_grads(params, *pair)[0] for pair in pairs)
+        optimizer = adam.Adam(params, steps=60, learning_rate=0.1)
         for _ in range(60):
-            adam.step(params, cs.loss_and_grads(params, *rng.choice(pairs))[1])
-        after = sum(cs.loss_and_grads(params, *pair)[0] for pair in pairs)
+            optimizer.step(params, model.loss_and_grads(params, *rng.choice(pairs))[1])
+        after = sum(model.loss_and_grads(params, *pair)[0] for pair in pairs)
         self.assertLess(after, before / 2, f"seed {SEED}: loss {before} -> {after}")
 
 
@@ -394,25 +394,25 @@ class Predict(MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        tokenizer = cs.training_tokenizer()
+        tokenizer = stories.training_tokenizer()
         cls.model = {"tokenizer": tokenizer,
-                     "params": cs.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2)}
+                     "params": model.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2)}
 
     def test_predict_gives_a_token_and_the_questions_weight_on_every_token(self):
         text = "look! a dragon has a purple ball. the ball is"
-        answer, weights = cs.predict(self.model, text)
-        self.assertIn(answer, [" " + colour for colour in cs.COLOURS])
+        answer, weights = model.predict(self.model, text)
+        self.assertIn(answer, [" " + colour for colour in stories.COLOURS])
         self.assertEqual([token for token, _ in weights], self.model["tokenizer"].tokens(text))
         self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
 
     def test_a_story_of_max_tokens_is_answered(self):
         text = "the ball is " * 42 + "a is"
-        _, weights = cs.predict(self.model, text)
-        self.assertEqual(len(weights), cs.MAX_TOKENS)
+        _, weights = model.predict(self.model, text)
+        self.assertEqual(len(weights), stories.MAX_TOKENS)
 
     def test_a_model_of_the_wrong_parts_is_refused_naming_the_part(self):
         tokenizer, params = self.model["tokenizer"], self.model["params"]
-        for model, fragment in [
+        for wrong, fragment in [
                 ({}, "it has no tokenizer and no params"),
                 ({"params": params}, "it has no tokenizer"),
                 ({"tokenizer": "x", "params": params},
@@ -422,7 +422,7 @@ class Predict(MessageAssertions, unittest.TestCase):
                                                           "U, Wq, Wk, Wv, Wo, got dict"),
                 ({"tokenizer": tokenizer, "params": None}, "got NoneType")]:
             with self.subTest(model=fragment):
-                self.assertMessage(TypeError, fragment, cs.predict, model, "the ball is")
+                self.assertMessage(TypeError, fragment, model.predict, wrong, "the ball is")
 
     def test_a_story_is_refused_at_the_door_naming_what_came(self):
         for text, error, fragment in [
@@ -434,16 +434,16 @@ class Predict(MessageAssertions, unittest.TestCase):
                  "must end with its question, such as \"the ball is\", got one ending in "
                  "'ll. the ball is red.'"),
                 ("the ball is " * 43 + "is", ValueError,
-                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
-            self.assertMessage(error, fragment, cs.predict, self.model, text)
-        self.assertMessage(TypeError, "model must be the dict train_model returns", cs.predict,
+                 f"at most {stories.MAX_TOKENS} tokens, got 130")]:
+            self.assertMessage(error, fragment, model.predict, self.model, text)
+        self.assertMessage(TypeError, "model must be the dict train_model returns", model.predict,
                            self.model["params"], "the ball is")
 
     def test_train_model_refuses_a_seed_or_step_count_of_the_wrong_kind(self):
-        self.assertMessage(TypeError, "seed must be an int, got str '1'", cs.train_model, "1")
-        self.assertMessage(TypeError, "steps must be an int, got float 10.0", cs.train_model, 1,
+        self.assertMessage(TypeError, "seed must be an int, got str '1'", train.train_model, "1")
+        self.assertMessage(TypeError, "steps must be an int, got float 10.0", train.train_model, 1,
                            10.0)
-        self.assertMessage(ValueError, "steps must be at least 1, got 0", cs.train_model, 1, 0)
+        self.assertMessage(ValueError, "steps must be at least 1, got 0", train.train_model, 1, 0)
 
 
 class RecordedRun(unittest.TestCase):
@@ -458,17 +458,17 @@ class RecordedRun(unittest.TestCase):
         config = self.seed_1["config"]
         self.assertEqual((config["seed"], config["steps"], config["d_model"], config["d_head"],
                           config["learning_rate"], config["train_stories"]),
-                         (cs.SEED, cs.STEPS, cs.D_MODEL, cs.D_HEAD, cs.LEARNING_RATE,
-                          cs.TRAIN_STORIES))
+                         (train.SEED, train.STEPS, model.D_MODEL, model.D_HEAD, adam.LEARNING_RATE,
+                          stories.TRAIN_STORIES))
         self.assertEqual([row["seed"] for row in self.recorded["seeds"]],
-                         list(range(1, cs.RECORDED_SEEDS + 1)))
-        self.assertEqual(self.recorded["seeds"][0], cs.seed_row(self.seed_1))
-        self.assertEqual(list(self.seed_1["held_out"]), list(cs.HELD_OUT))
+                         list(range(1, train.RECORDED_SEEDS + 1)))
+        self.assertEqual(self.recorded["seeds"][0], tables.seed_row(self.seed_1))
+        self.assertEqual(list(self.seed_1["held_out"]), list(stories.HELD_OUT))
 
     def test_seeds_1_to_10_answer_at_least_57_of_60_on_every_held_out_set(self):
-        for row in self.recorded["seeds"][:cs.TUNED_ON]:
+        for row in self.recorded["seeds"][:train.TUNED_ON]:
             for kind, correct in row["correct"].items():
-                self.assertGreaterEqual(correct, cs.CLAIM, f"seed {row['seed']}, {kind}")
+                self.assertGreaterEqual(correct, train.CLAIM, f"seed {row['seed']}, {kind}")
 
     def test_every_seed_weighs_the_colour_above_the_distractor(self):
         for row in self.recorded["seeds"]:
@@ -480,12 +480,12 @@ class RecordedRun(unittest.TestCase):
         """At most 3 of 60 answered with the colour asked for, and most with the first colour
         (where the two colours stand three tokens apart a seed may take the later one for the
         first: the README says so)."""
-        for kind in cs.CANNOT:
+        for kind in stories.CANNOT:
             result = self.seed_1["cannot"][kind]
-            self.assertLessEqual(result["correct"], result["total"] - cs.CLAIM, kind)
+            self.assertLessEqual(result["correct"], result["total"] - train.CLAIM, kind)
             self.assertGreaterEqual(result["first_colour_answers"], result["total"] * 5 // 6, kind)
         self.assertEqual([list(row["cannot"]) for row in self.recorded["seeds"]],
-                         [list(cs.CANNOT)] * cs.RECORDED_SEEDS)
+                         [list(stories.CANNOT)] * train.RECORDED_SEEDS)
 
     def test_naming_another_object_leaves_almost_every_answer_as_it_was(self):
         """The query at " is" is made of " is" and its place alone: the object the question names
@@ -493,7 +493,7 @@ class RecordedRun(unittest.TestCase):
         instead of the second one leaves the answer as it was, in every seed."""
         for row in self.recorded["seeds"]:
             for kind, same in row["same_for_an_unseen_object"].items():
-                self.assertGreaterEqual(same, cs.CLAIM, f"seed {row['seed']}, {kind}")
+                self.assertGreaterEqual(same, train.CLAIM, f"seed {row['seed']}, {kind}")
 
     def test_an_unseen_object_is_answered_with_the_first_colour(self):
         unseen = self.seed_1["unseen_object"]
@@ -506,22 +506,22 @@ class RecordedRun(unittest.TestCase):
         story holds: Model's test shows Adam leaves such a row as it is), and such a token is read
         as its place alone. At every fifth place j of every ninth question place T (and the last
         of each), each colour's key scores above such a token's at j, in the recorded model."""
-        model = read_model(os.path.join(HERE, "training", "trained-model.json"))
-        tokenizer, params = model["tokenizer"], model["params"]
+        recorded = read_model(os.path.join(HERE, "training", "trained-model.json"))
+        tokenizer, params = recorded["tokenizer"], recorded["params"]
         unseen = [t for t, row in enumerate(params["E"]) if not any(row)]
         self.assertGreater(len(unseen), len(params["E"]) // 2)
         is_id = tokenizer.encode(" is")[0]
-        colours = [tokenizer.encode(" " + c)[0] for c in cs.COLOURS]
+        colours = [tokenizer.encode(" " + c)[0] for c in stories.COLOURS]
 
         def key(t, j):          # token t's key at place j
-            return matmul([[e + p for e, p in zip(params["E"][t], cs.position(j))]],
+            return matmul([[e + p for e, p in zip(params["E"][t], model.position(j))]],
                           params["Wk"])[0]
 
-        for T in sorted(set(range(2, cs.MAX_TOKENS, 9)) | {cs.MAX_TOKENS}):
-            q = matmul(cs.embed(params, [unseen[0]] * (T - 1) + [is_id])[-1:], params["Wq"])[0]
+        for T in sorted(set(range(2, stories.MAX_TOKENS, 9)) | {stories.MAX_TOKENS}):
+            q = matmul(model.embed(params, [unseen[0]] * (T - 1) + [is_id])[-1:], params["Wq"])[0]
             for j in sorted(set(range(0, T - 1, 5)) | {T - 2}):
                 empty = math.fsum(map(float.__mul__, q, key(unseen[0], j)))
-                for colour, t in zip(cs.COLOURS, colours):
+                for colour, t in zip(stories.COLOURS, colours):
                     score = math.fsum(map(float.__mul__, q, key(t, j)))
                     self.assertGreater(score, empty, f"T={T}, place {j}, {colour}")
 
@@ -569,7 +569,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 1"),
                                 ("mia has a red ball.", "must end with its question"),
                                 ("the ball is " * 43 + "is",
-                                 f"at most {cs.MAX_TOKENS} tokens, got 130")]:
+                                 f"at most {stories.MAX_TOKENS} tokens, got 130")]:
             done = run_script("train_attention.py", "--story", story)
             self.assertOneLineError(done, fragment)
             self.assertNotIn("step", done.stderr)

@@ -1,7 +1,7 @@
 """Which part of the trained layer gave the answer: remove a connection, ablate a value, patch
-activations, on the model stories.py trains.
+activations, on the model train.py trains.
 
-The model answers from the question's row alone (stories.forward):
+The model answers from the question's row alone (model.py's forward):
 
     x = E[ids] + position(0…T−1)  q, k, v = x·Wq, x·Wk, x·Wv     each (T, d_head)
     weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
@@ -40,8 +40,8 @@ from common import checks
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
-from training.stories import (COLOURS, answer_of, check_model, embed, encode_question,
-                             question)
+from training.model import answer_of, check_model, embed
+from training.stories import COLOURS, encode_question, question
 
 PATCHED = ("q", "k", "v")
 RESTORES = 0.9          # the claim: the colour's value restores at least this share

@@ -35,7 +35,8 @@ from attention import (add, attention_backward, attention_forward, init_attentio
                        softmax_row, transpose)
 from common import checks
 from core.masked import attention_core, attention_core_backward
-from training.stories import COLOURS, INIT_SCALE, embed
+from training.model import INIT_SCALE, embed
+from training.stories import COLOURS
 
 LAYERS = (1, 2)
 WEIGHTS = ("Wq", "Wk", "Wv", "Wo")       # each layer's, as Wq1 … Wo1 and Wq2 … Wo2
@@ -82,7 +83,7 @@ def forward(params, ids):
 
 def loss_and_grads(params, prompt, answer):
     """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter, E's as
-    {token id: its row} for the prompt's tokens (as stories.loss_and_grads gives it)."""
+    {token id: its row} for the prompt's tokens (as model.py's loss_and_grads gives it)."""
     fw = forward(params, prompt)
     checks.check_index("answer", answer, len(fw["logits"]), "an index of COLOURS")
     x1, row = fw["x1"], fw["row"]

@@ -1,0 +1,42 @@
+"""Adam, the optimizer that trains the model (train.py), and its learning rate, LEARNING_RATE:
+adam = Adam(params, steps), then adam.step(params, grads) once a story. It updates every weight a
+story reaches. What it leaves out: weight decay and a warm-up.
+"""
+
+from math import sqrt
+
+LEARNING_RATE = 0.006          # Adam's, falling to 0 at the last step; 0.005 and 0.01 fell short
+BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+
+
+class Adam:
+    """Adam, with the learning rate falling linearly from learning_rate to 0 over steps. For each
+    weight: mean_grad and mean_sq_grad, running means of its gradient and of its square."""
+
+    def __init__(self, params, steps, learning_rate=LEARNING_RATE):
+        self.steps, self.learning_rate, self.t = steps, learning_rate, 0
+        self.mean_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
+        self.mean_sq_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
+
+    def step(self, params, grads):
+        """Update params in place with grads: for each weight w, w −= lr · m̂ / (√ŝ + eps),
+        where m̂ = mean / (1 − b1ᵗ) and ŝ = mean_sq / (1 − b2ᵗ) are its running means
+        undone of their start at zero. grads[name] is a matrix, or {row: its gradient} for the
+        rows a story reaches (E's). A row with no gradient or one of zeros is left as it is,
+        running means and all: Adam made lazy, as for embeddings (PyTorch's SparseAdam), so a
+        step costs the story's rows, not the vocabulary's."""
+        self.t += 1
+        lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
+        (b1, b2), (a1, a2) = BETAS, (1 - BETAS[0], 1 - BETAS[1])    # a: the new gradient's share
+        c1, c2 = 1 - b1 ** self.t, 1 - b2 ** self.t
+        for name, grad in grads.items():
+            rows = grad.items() if isinstance(grad, dict) else enumerate(grad)   # {row: gradient}
+            for i, g_row in rows:
+                if not any(g_row):
+                    continue
+                w_row, mean_row = params[name][i], self.mean_grad[name][i]
+                mean_sq_row = self.mean_sq_grad[name][i]
+                mean_row[:] = [b1 * m + a1 * g for m, g in zip(mean_row, g_row)]
+                mean_sq_row[:] = [b2 * s + a2 * g * g for s, g in zip(mean_sq_row, g_row)]
+                w_row[:] = [w - lr * (m / c1) / (sqrt(s / c2) + ADAM_EPS)
+                            for w, m, s in zip(w_row, mean_row, mean_sq_row)]

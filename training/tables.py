@@ -1,0 +1,61 @@
+"""The recorded run (train.py's record) as the command line prints it and the README quotes it, in
+Markdown: the held-out sets beside both bigrams, the seeds table, and what one layer cannot do.
+"""
+
+from training.stories import HELD_OUT
+
+
+def seed_row(record):
+    """A run as one row of the seeds table: how many of each held-out set it answers, and the
+    question's mean weight on the colour and on the distractor in the two distractor sets."""
+    held_out = record["held_out"]
+    distractor_sets = [kind for kind, result in held_out.items()
+                       if result["weight_on_distractor"] is not None]
+    return {"seed": record["config"]["seed"],
+            "correct": {kind: result["correct"] for kind, result in held_out.items()},
+            "weight_on_colour": {kind: held_out[kind]["weight_on_colour"]
+                                 for kind in distractor_sets},
+            "weight_on_distractor": {kind: held_out[kind]["weight_on_distractor"]
+                                     for kind in distractor_sets},
+            "cannot": {kind: result["correct"] for kind, result in record["cannot"].items()},
+            "same_for_an_unseen_object": {kind: result["same_for_an_unseen_object"]
+                                          for kind, result in record["cannot"].items()}}
+
+
+def held_out_table(record):
+    """A run's held-out sets in Markdown, each beside both bigrams and with the question's weights,
+    as the command line prints it and the README quotes it."""
+    lines = ["| held-out set | next-token bigram | question bigram | the layer "
+             "| weight on colour | on distractor |", "|---|---|---|---|---|---|"]
+    for kind, result in record["held_out"].items():
+        distractor = result["weight_on_distractor"]
+        lines.append(f"| {kind} | {result['next token bigram']} | {result['question bigram']} "
+                     f"| {result['correct']} | {result['weight_on_colour']} "
+                     f"| {'' if distractor is None else distractor} |")
+    return "\n".join(lines)
+
+
+def seeds_header():
+    """The head of the seeds table in Markdown: a column per held-out set."""
+    return "| seed | " + " | ".join(HELD_OUT) + " |\n" + "|---" * (len(HELD_OUT) + 1) + "|\n"
+
+
+def seeds_line(row):
+    """One seed's line of the seeds table: how many of each held-out set it answers."""
+    return f"| {row['seed']} | " + " | ".join(str(row["correct"][k]) for k in HELD_OUT) + " |\n"
+
+
+def cannot_line(record):
+    """What one layer cannot do, in a line: how often the question about the second colour is
+    answered with it, how often with the first colour, and how often the answer is the same when
+    the question names an object the story never mentions.
+
+    >>> cannot_line({"cannot": {"second object": {"correct": 0, "first_colour_answers": 60,
+    ...                                           "same_for_an_unseen_object": 59, "total": 60}}})
+    'asked about the second of two colours: second object 0 of 60 (the first colour 60; the same \
+answer about an unseen object 59)'
+    """
+    return "asked about the second of two colours: " + ", ".join(
+        f"{kind} {result['correct']} of {result['total']} (the first colour "
+        f"{result['first_colour_answers']}; the same answer about an unseen object "
+        f"{result['same_for_an_unseen_object']})" for kind, result in record["cannot"].items())
