@@ -50,19 +50,18 @@ import sys
 
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
     import argparse
-    import math
     import os
 
     from common.cli import (NotANumber, check_outputs, check_stdout, decimal, guarded, integer,
                             parse_trace_args, save_views, show, show_json,
                             trace_parser)
     from common.export import export_text
-    from common.golden import changed_rows, rounded, to_json, write_or_check
-    from common.views import MAX_TOKENS, heatmaps_svg, panel, text_table
+    from common.golden import rounded, to_json, write_or_check
+    from common.views import MAX_TOKENS
     from lab06 import lab as lab06
-    from lab06.exact import exact, in_c, in_ln2
-    from lab06.lab import DIGITS, HEAD, cases, position_labels, subscript, vector_text
+    from lab06.lab import DIGITS, HEAD, position_labels
     from lab06.page import lab_page
+    from lab06.tables import changes_table, lab_svg, part_one_table
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)
@@ -70,199 +69,6 @@ except KeyboardInterrupt:
 
 TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab06", "perturb-trace.json")
 PAGE = os.path.join("lab06", "lab06-explorer.html")     # the view --html records
-
-
-# ---- views for a person -----------------------------------------------------------------------
-
-def softmax_sums(case, labels):
-    """Each row's allowed sources, exp of each of their scores before any shift, and the sum: the
-    softmax's denominator (2, 3 and 8 for the lab's head)."""
-    rows = []
-    for scores, hatched in zip(case["scores"], case["hatched"]):
-        reads = [j for j, h in enumerate(hatched) if not h]
-        try:
-            exps = [math.exp(scores[j]) for j in reads]
-            shown = [", ".join(exact(e) for e in exps), exact(math.fsum(exps))]
-        except OverflowError:
-            shown = ["beyond float range", "beyond float range: the shift is what makes it work"]
-        rows.append([", ".join(labels[j] for j in reads)] + shown)
-    return text_table(labels, ["reads", "exp of each score", "sum"], rows)
-
-
-def scaled_values(case, values, labels):
-    """z_i = Σ a_ij·v_j written out: each weight times its value vector, then their sum."""
-    lines = []
-    for i, (weights, hatched, z) in enumerate(zip(case["weights"], case["hatched"],
-                                                  case["output"])):
-        reads = [j for j, h in enumerate(hatched) if not h]
-        terms = " + ".join(f"{exact(weights[j])}·{vector_text(values[j], exact)}" for j in reads)
-        products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact)
-                              for j in reads)
-        lines.append(f"z{subscript(i + 1)} = {terms} = "
-                     + (f"{products} = " if len(reads) > 1 else "") + vector_text(z, exact))
-    return "\n".join(lines)
-
-
-def _pair(i, j):
-    """"₂₁" for row 2, column 1; "₁₀,₃" once a position has two digits."""
-    return subscript(i) + ("," if max(i, j) > 9 else "") + subscript(j)
-
-
-MAX_DOTS = 25       # the most dot products written out term by term
-
-
-def dot_products(q, k):
-    """Each q_i·k_j written term by term, K's entries as multiples of c where they are, and the
-    score s_ij = q_i·k_j/√d it gives (before the mask), as a multiple of ln 2 where it is one."""
-    d = len(q[0])
-    if len(q) * len(k) > MAX_DOTS:
-        return [f"({len(q) * len(k)} dot products: written out for heads of at most {MAX_DOTS})"]
-    lines = []
-    for i, q_row in enumerate(q, 1):
-        for j, k_row in enumerate(k, 1):
-            terms = " + ".join(f"{in_c(a)}·{in_c(b)}" for a, b in zip(q_row, k_row))
-            dot = math.fsum(a * b for a, b in zip(q_row, k_row))
-            lines.append(f"q{subscript(i)}·k{subscript(j)} = {terms} = {in_c(dot)}; "
-                         f"s{_pair(i, j)} = {in_c(dot)}/√{d} = {in_ln2(dot / math.sqrt(d))}")
-    return lines
-
-
-def shapes(head, base):
-    """One line of shapes: what each matrix of the head is, (rows, columns)."""
-    def shape(m):
-        return f"({len(m)}, {len(m[0])})"
-    given = ("X", "WQ", "WK", "V" if "V" in head else "WV")
-    return ("shapes: " + ", ".join(f"{name} {shape(head[name])}" for name in given) + "; "
-            f"Q {shape(base['Q'])}, K {shape(base['K'])}, V {shape(base['V'])};\n        "
-            f"S = Q·Kᵀ/√d {shape(base['scores'])} with d = {len(base['Q'][0])}, "
-            f"A {shape(base['weights'])}, Z = A·V {shape(base['output'])}")
-
-
-def _shown(case):
-    """A case's weights for a table: "0" where masked or zeroed, the number elsewhere."""
-    marks = case["zeroed"] or case["hatched"]
-    return [["0" if m or h else w for w, m, h in zip(row, m_row, h_row)]
-            for row, m_row, h_row in zip(case["weights"], marks, case["hatched"])]
-
-
-def _fractions(matrix):
-    return [[exact(w) if isinstance(w, float) else w for w in row] for row in matrix]
-
-
-def part_one_table(result, head=HEAD):
-    """Part 1 of the lab, on the head before any change: the shapes, c kept exact, Q, K (in c),
-    V, each q_i·k_j written out, S before the mask as multiples of ln 2, S masked, each row's
-    softmax sum, A (also as fractions), Z and z_i as its scaled value vectors; then each bug in
-    result (the buggy procedure, the softmax over destinations) with A as fractions and its row
-    (and column) sums."""
-    base = result["baseline"]
-    labels = position_labels(len(base["Q"]))
-    found = cases(result, head)
-    lines = ["Part 1: the head before any change (rows: positions; S and A columns: the sources)",
-             shapes(head, base), f"c = √2·ln 2 = {lab06.C!r}, kept exact: written c below", ""]
-    for name, matrix, columns in (
-            ("Q", _fractions(base["Q"]), None),
-            ("K, its entries as multiples of c where they are",
-             [[in_c(x) for x in row] for row in base["K"]], None),
-            ("V", _fractions(base["V"]), None),
-            ("each dot product q_i·k_j, and the score s_ij = q_i·k_j/√d it gives", None, None),
-            ("S = Q·Kᵀ/√d before the mask, each entry a multiple of ln 2 where it is one",
-             [[in_ln2(x) for x in row] for row in base["scores"]], labels),
-            ("S masked: −∞ where allowed is False",
-             [[in_ln2(x) for x in row] for row in base["masked_scores"]], labels),
-            ("softmax of each row: the sources it reads, exp of each score before any shift, and "
-             "their sum", None, None),
-            ("A = softmax of each row of S", _shown(found[0]), labels),
-            ("A as fractions", _fractions(_shown(found[0])), labels),
-            ("Z = A·V", base["output"], None),
-            ("z_i = Σ a_ij·v_j over the sources row i reads", None, None)):
-        if matrix is None:
-            view = ("\n".join(dot_products(base["Q"], base["K"])) if name.startswith("each dot")
-                    else softmax_sums(found[0], labels) if name.startswith("softmax")
-                    else scaled_values(found[0], base["V"], labels))
-            lines += [name, view, ""]
-            continue
-        columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
-        lines += [name, text_table(labels, columns, matrix), ""]
-    for case in found[1:]:
-        key = lab06.BUGS[case["key"]][0]
-        sums = [("row", result[key]["row_sums"])] + [
-            ("column", result[key][s]) for s in ("column_sums",) if s in result[key]]
-        lines += [case["title"]] + [
-            f"  {which} sums: {', '.join(exact(x) for x in values)}" for which, values in sums] + [
-            "  A as fractions:",
-                  text_table(labels, labels, _fractions(_shown(case))), "  Z:",
-                  text_table(labels, [str(c + 1) for c in range(len(case["output"][0]))],
-                             _fractions(case["output"])), ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _moved(name, i, old, new, shown=exact):
-    """"  z₃: [3/2, 3] → [8/5, 12/5], moved by [1/10, -3/5]": one row before → after."""
-    line = f"  {name}{subscript(i + 1)}: {vector_text(old, shown)} → {vector_text(new, shown)}"
-    if all(math.isfinite(x) for x in old + new):
-        line += f", moved by {vector_text([b - a for a, b in zip(old, new)], shown)}"
-    return line
-
-
-def _changed_rows(case, before):
-    """The rows of S, A and Z a case changed, each before → after, and nothing else."""
-    lines = []
-    if case["scores"] is not None and before["scores"] is not None:
-        for i, (old, new) in enumerate(zip(before["scores"], case["scores"])):
-            if old != new:
-                lines.append(_moved("s", i, old, new, in_ln2))
-    for name, key, rows in (("a", "weights", case["weight_rows"]),
-                            ("z", "output", case["output_rows"])):
-        if not rows:
-            lines.append(f"  {name.upper()}: no row changed")
-        lines += [_moved(name, i, before[key][i], case[key][i]) for i in rows]
-        if key == "output":
-            lines += [f"  z{subscript(i + 1)}: {vector_text(case['output'][i], exact)}, unchanged"
-                      for i in case["weight_rows"] if i not in rows]
-        largest = max((abs(b - a) for i in rows for a, b in
-                       zip(before[key][i], case[key][i])), default=0.0)
-        if rows and largest < 1e-9:
-            lines.append(f"  ({name.upper()} moved by at most {largest:.2g}: rounding alone)")
-    return lines
-
-
-def changes_table(result, head=HEAD, changes=()):
-    """Part 2 (and Part 4, a head or change of your own): for each intervention and each bug after
-    it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's
-    answers. For the lab's own result, the four interventions, and after the fourth the buggy
-    procedure's rows that the doubled future key moved."""
-    found = cases(result, head, changes)
-    labels = position_labels(len(result["baseline"]["weights"]))
-    lines = []
-    for case in found[1:]:
-        if case["before"] is None:       # a bug on the unchanged head: Part 1's answer
-            continue
-        title = f"{case['title']} ({case['subtitle']})"
-        lines += [title] if len(title) <= 100 else [case["title"], f"  ({case['subtitle']})"]
-        lines += _changed_rows(case, case["before"])
-        if case["key"] == "future_key_perturbation" and "buggy_post_softmax" in result:
-            old, new = result["buggy_post_softmax"]["output"], \
-                result["interventions"][case["key"]]["buggy_output"]
-            rows = changed_rows(old, new)
-            lines.append(f"  the buggy procedure (softmax, then zero the future) after the same "
-                         f"change: Z changed at {', '.join(labels[i] for i in rows) or 'no row'}")
-            lines += [_moved("z", i, old[i], new[i]) for i in rows]
-        lines.append("")
-    if "baseline_unchanged" in result:
-        lines.append(f"baseline unchanged after all of them: {result['baseline_unchanged']}")
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def lab_svg(result, head=HEAD, changes=()):
-    """A figure of every map, each with its output Z beside it, in rows a README can hold."""
-    labels = position_labels(len(result["baseline"]["weights"]))
-    panels = [panel(case["title"], labels, labels, case["weights"], case["hatched"],
-                    case["weight_rows"], case["subtitle"], zeroed=case["zeroed"],
-                    side=("Z", case["output"]), side_highlight=case["output_rows"])
-              for case in cases(result, head, changes)]
-    return heatmaps_svg(panels, note="Lab 06: A with Z beside it for the baseline and each change; "
-                                     "outlined: the rows of A and of Z that changed.")
 
 
 # ---- the command line ---------------------------------------------------------------------------
