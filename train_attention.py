@@ -40,7 +40,7 @@ From Python:
     before, after = train_attention.intervene(model, text, block=[4], ablate=None)
     result = train_attention.patch(model, clean, corrupted)     # what --patch --json prints
 
-The stories use the eleven COLOURS and the words of training/story_words.py; a story may use
+The stories use the eleven COLOURS and the words of training/story-words.txt; a story may use
 others, in lower-case letters with spaces and . , ! ? ' (a word the stories never use is read in
 pieces). A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the
 limit.

@@ -24,7 +24,7 @@ from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, recorded_seed_stories, run_script)
 from bpe import chunks
 from lab06.runner import descendants
-from training import adam, bigrams, model, stories, story_words, tables, train
+from training import adam, bigrams, model, stories, tables, train
 from training.recorded_model import read_model
 
 def running(pid):
@@ -163,7 +163,7 @@ class Stories(unittest.TestCase):
 
     def test_the_new_words_set_uses_no_word_a_training_story_holds(self):
         trained = {word for s in self.train for word in re.split(r"[ ,!?.']+", s.text)}
-        trained |= {word for name in story_words.__all__ for phrase in getattr(story_words, name)
+        trained |= {word for words in stories.STORY_WORDS.values() for phrase in words
                     for word in phrase.split()}
         new = {word for s in self.tests["new words"] for sentence in sentences(s.text)[:-1]
                for word in re.split(r"[ ,!?']+", sentence)} - set(stories.COLOURS)
@@ -179,8 +179,8 @@ class Stories(unittest.TestCase):
             self.assertFalse(set(words) & trained, words)
 
     def test_no_word_of_the_vocabulary_is_or_holds_a_colour(self):
-        for name in story_words.__all__:
-            for phrase in getattr(story_words, name):
+        for name, words in stories.STORY_WORDS.items():
+            for phrase in words:
                 self.assertRegex(phrase, r"^[a-z]+( [a-z]+)*$", name)
                 for colour in stories.COLOURS + ["gray"]:
                     self.assertNotIn(colour, phrase, name)

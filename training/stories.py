@@ -5,7 +5,7 @@ that reads them. A story gives a thing its colour in one sentence and asks for i
 
 The generator (story, story_shape) puts the first colour anywhere in MAX_TOKENS tokens, a
 distractor (another colour about another object) after it in half the stories, fillers in 40
-sentence forms of story_words.py's words, and the colour in one of 13 forms; each held-out set
+sentence forms of story-words.txt's words, and the colour in one of 13 forms; each held-out set
 (HELD_OUT) tests one case apart, "new words" in words no training story holds.
 
     train, tests = stories(seed)         TRAIN_STORIES stories, TEST_STORIES of each held-out set
@@ -19,20 +19,43 @@ a colour.
 """
 
 import functools
+import os
 import random
 import re
 from collections import namedtuple
 
 from bpe import Tokenizer
 from bpe import train as train_tokenizer
-from training import story_words
+from common.safe_io import read_text
+
+WORDS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "story-words.txt")
+
+
+def word_lists(text):
+    """{section: its words, in order} of a word list laid out as story-words.txt is: a section
+    starts with '## NAME: ...', its words follow, each ending in a comma; '#' starts a comment.
+
+    >>> word_lists("# a list\\n## TIMES: when\\nat night, today,\\nlater,\\n")
+    {'TIMES': ['at night', 'today', 'later']}
+    """
+    sections, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            name = line[3:].partition(":")[0]
+            sections[name] = []
+        elif name and line and not line.startswith("#"):
+            sections[name] += [word.strip() for word in line.split(",") if word.strip()]
+    return sections
+
+
+STORY_WORDS = word_lists(read_text(WORDS_PATH))   # the vocabulary of the colour-free sentences
 
 MAX_TOKENS = 128          # the longest prompt the model takes: model.position is defined on 0…127
 TRAIN_STORIES, TEST_STORIES = 1000, 60
 COLOURS = ["red", "blue", "green", "yellow", "pink", "purple", "orange", "brown", "black",
            "white", "grey"]            # the eleven basic colour terms of English
-NAMES = story_words.NAMES             # the people of the stories
-OBJECTS = story_words.NOUNS           # the things a colour is given to, and the rest
+NAMES = STORY_WORDS["NAMES"]          # the people of the stories
+OBJECTS = STORY_WORDS["NOUNS"]        # the things a colour is given to, and the rest
 OPENERS = ["", "", "", "one day, ", "today ", "look, ", "so ", "oh, ", "then ", "later, "]
 SIZES = ["", "", "", "big ", "small ", "new ", "old ", "little "]   # before a coloured thing
 FILLERS = [   # colour-free sentences: {did} a verb in the past, {verb} in the present
@@ -81,10 +104,9 @@ without one)."""
 
 Words = namedtuple("Words", "names nouns nouns_plural places adjectives verbs dids adverbs times "
                             "foods fillers")
-TRAINING_WORDS = Words(story_words.NAMES, story_words.NOUNS, story_words.PLURALS,
-                       story_words.PLACES, story_words.ADJECTIVES, story_words.VERBS_PRESENT,
-                       story_words.VERBS_PAST, story_words.ADVERBS, story_words.TIMES,
-                       story_words.FOODS, FILLERS)
+TRAINING_WORDS = Words(*(STORY_WORDS[name] for name in (
+    "NAMES", "NOUNS", "PLURALS", "PLACES", "ADJECTIVES", "VERBS_PRESENT", "VERBS_PAST", "ADVERBS",
+    "TIMES", "FOODS")), FILLERS)
 PUNCTUATION_WORDS = TRAINING_WORDS._replace(fillers=[f for f in FILLERS if any(
     mark in f for mark in "!?',")])     # the held-out set "punctuation": these fillers alone
 # words and sentences no training story holds (test_training checks it): "new words" uses them
@@ -356,11 +378,11 @@ def unseen_question(s):
 
 
 def story_vocabulary():
-    """Every word a training story can hold but the made-up ones: story_words', the colours, and
-    the words of the sentence forms, in order and once each."""
+    """Every word a training story can hold but the made-up ones: story-words.txt's, the colours,
+    and the words of the sentence forms, in order and once each."""
     forms = " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS + SIZES
                      + [SHIFTING_SENTENCE, "the is too"])
-    listed = [word for name in story_words.__all__ for phrase in getattr(story_words, name)
+    listed = [word for words in STORY_WORDS.values() for phrase in words
               for word in phrase.split()]
     return list(dict.fromkeys(listed + COLOURS + re.findall(r"[a-z]+", re.sub(r"\{\w+\}", " ",
                                                                              forms))))
