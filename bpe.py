@@ -535,7 +535,7 @@ def _run(args):
     if args.command == "train":
         check_stdout()      # it says what it saved: a closed output is said before training
         check_outputs([("--out", args.out, None)], [("the training text", args.file)])
-        text = read_text(args.file, limit=MAX_TRAINING_BYTES)   # as it is: CR and CRLF unchanged
+        text = read_text(args.file, limit=MAX_TRAINING_BYTES, as_it_is=True)   # CR, CRLF kept
         report = None
         if len(text) > PROGRESS_ABOVE:
             def report(n):

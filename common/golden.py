@@ -61,7 +61,7 @@ def write_or_check(text, path, write, check):
     """The --write / --check / print behaviour of a trace command line. Returns the exit status.
 
     --check compares the file's text with text and names the first line that differs; its line
-    endings do not count (a clone made by git on Windows writes "\r\n" for "\n").
+    endings do not count (read_text reads a Windows clone's "\r\n" as "\n").
     """
     name = os.path.basename(path)
     if write:
@@ -70,7 +70,7 @@ def write_or_check(text, path, write, check):
         return 0
     if check:
         try:
-            recorded = read_text(path).replace("\r\n", "\n")
+            recorded = read_text(path)
         except OSError as e:
             return fail(f"cannot read {name}: {e.strerror or e}; run with --write to record it")
         if recorded == text:

@@ -1,7 +1,7 @@
 """Reading and writing files so that nothing is lost: size-limited reads and atomic writes.
 
     read_text(path)                   a UTF-8 file of at most 8 MB, a leading byte-order mark
-                                      removed, or a ValueError naming it
+                                      removed and "\r\n" read as "\n", or a ValueError naming it
     write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
                                       interrupted write leaves the old file as it was
     check_output_path(path, own, others)  refuse an empty path, the project's own files (but the
@@ -28,11 +28,13 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the pro
 PROJECT_FILES = os.path.join("common", "project-files.txt")    # from HERE; a download has no git
 
 
-def read_text(path, limit=MAX_RECORDED_BYTES):
+def read_text(path, limit=MAX_RECORDED_BYTES, as_it_is=False):
     """The UTF-8 text of a file, read whole only when it is at most limit bytes, without the
-    byte-order mark some editors put first (U+FEFF is no character of the text). Raises TypeError
-    for a path that is not a file name, ValueError naming the file when it is larger or not UTF-8,
-    and OSError when it cannot be read."""
+    byte-order mark some editors put first (U+FEFF is no character of the text), and each "\r\n"
+    read as "\n" (a clone made by git on Windows writes "\r\n": the text is the same) unless
+    as_it_is (text to train a tokenizer on). Raises TypeError for a path that is not a file name,
+    ValueError naming the file when it is larger or not UTF-8, and OSError when it cannot be
+    read."""
     _check_path(path)
     name = os.path.basename(path) or path
     if os.path.exists(path) and stat.S_ISFIFO(os.stat(path).st_mode):
@@ -42,10 +44,11 @@ def read_text(path, limit=MAX_RECORDED_BYTES):
     if len(data) > limit:
         raise ValueError(f"{name} is larger than {limit // 2 ** 20} MB: expected a smaller file")
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is "
                          f"{data[e.start]:#04x}") from None
+    return text if as_it_is else text.replace("\r\n", "\n")
 
 
 def _check_path(path, what=""):

@@ -60,6 +60,16 @@ class TheProjectKnowsItsOwnFiles(MessageAssertions, unittest.TestCase):
 
 class WindowsLineEndings(unittest.TestCase):
 
+    def test_a_file_is_read_as_its_text_whatever_its_line_endings(self):
+        """The explorer's style and script, a recorded trace: a Windows clone writes them with
+        "\\r\\n"; a tokenizer trains on its text as it is, CRs and all."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "explorer.css")
+            with open(path, "w", encoding="utf-8", newline="\r\n") as f:
+                f.write("body{}\nh1{}\n")
+            self.assertEqual(safe_io.read_text(path), "body{}\nh1{}\n")
+            self.assertEqual(safe_io.read_text(path, as_it_is=True), "body{}\r\nh1{}\r\n")
+
     def test_a_recorded_file_with_crlf_line_endings_checks_as_its_text(self):
         text = '{\n  "a": 1\n}\n'
         with tempfile.TemporaryDirectory() as tmp:
