@@ -23,7 +23,7 @@ import bpe
 from common import cli, golden, gradcheck, safe_io, views
 from common.safe_io import write_atomic
 from common.views import heatmaps_svg, panel, text_table
-from lab06 import grader as grade_lab06
+from lab06 import grading_checks as grade_lab06
 from lab06 import lab
 from lab06 import attend, attend_backward, masked_softmax
 from tests.helpers import (HERE, MessageAssertions, folder_copy, run_main, run_script,

@@ -26,7 +26,7 @@ import unittest
 from unittest import mock
 
 from common import safe_io
-from lab06 import grader as grade_lab06
+from lab06 import grading_checks as grade_lab06
 from lab06 import runner as grade_lab06_runner
 from tests.helpers import HERE, MessageAssertions, folder_copy, run_script
 
@@ -611,7 +611,7 @@ ESCAPES = textwrap.dedent('''
 # on the standard output they share, Ctrl-C ending it with 130 as the command line's does.
 GRADERS = textwrap.dedent('''
     import os, sys
-    from lab06 import grader
+    from lab06 import grading_checks as grader
     pids = []
     for path in sys.argv[1:]:
         pid = os.fork()
