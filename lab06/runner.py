@@ -1,7 +1,7 @@
 """The learner's side of Lab 06's grader: a learner's tiny_attention.py, imported in a process of
 its own and called one request at a time. It has no expected value and makes no verdict.
 
-    python3 -I -S runner.py --warden REQUESTS ANSWERS tiny_attention.py    started by grader.py
+    python3 -I -S runner.py --warden REQUESTS ANSWERS tiny_attention.py    started by process.py
     python3 -I -S runner.py tiny_attention.py                              by hand, to try it
 
 The warden stands between the grader and the learner's process, and holds no learner code: it

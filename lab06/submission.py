@@ -61,13 +61,12 @@ def _graded_file(sheet_path):
 
 def grading(sheet_path):
     """Part 3 in Markdown: the grader's command and verdict, and its report in a fenced block, run
-    as --grade runs it (lab06/grading_checks.py, a fresh seed); or how to write the file to
-    grade."""
+    as --grade runs it (lab06/grader.py, a fresh seed); or how to write the file to grade."""
     path = _graded_file(sheet_path)
     if path is None:
         return (f"No {GRADED} beside {sheet_path} or in this folder: write it with "
                 f"`{_command('--scaffold', GRADED)}`, fill it in, then run this command again.\n")
-    from lab06.grading_checks import grade      # here: only a file to grade needs the grader
+    from lab06.grader import grade      # here: only a file to grade needs the grader
     try:
         lines, passed = grade(path)
     except ValueError as e:

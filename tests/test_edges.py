@@ -23,7 +23,7 @@ import bpe
 from common import cli, golden, gradcheck, safe_io, views
 from common.safe_io import write_atomic
 from common.views import heatmaps_svg, panel, text_table
-from lab06 import grading_checks as grade_lab06
+from lab06.scaffold import scaffold
 from lab06 import lab
 from lab06 import attend, attend_backward, masked_softmax
 from tests.helpers import (HERE, MessageAssertions, folder_copy, run_main, run_script,
@@ -641,8 +641,7 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
                                    os.path.join(copy, name))
             os.makedirs(os.path.join(copy, ".git"))
             self.assertMessage(ValueError, "one of this folder's own files",
-                               grade_lab06.scaffold,
-                               os.path.join(copy, ".git", "tiny.py"))
+                               scaffold, os.path.join(copy, ".git", "tiny.py"))
         self.assertMessage(ValueError, "alphabet entry 0 is '\\udc80', half of a surrogate pair",
                            bpe.Tokenizer, ["\udc80"], [])
 

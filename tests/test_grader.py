@@ -26,7 +26,14 @@ import unittest
 from unittest import mock
 
 from common import safe_io
-from lab06 import grading_checks as grade_lab06
+from common.views import TOLERANCE
+from lab06 import grader as grade_lab06
+from lab06.compare import dict_problem, mismatch
+from lab06.grading_checks import drawn, lab_checks
+from lab06.mistakes import HINT
+from lab06.process import (CALL_LIMIT, TOTAL_LIMIT, Learner, LearnerProcess, Reply,
+                           project_inodes)
+from lab06.scaffold import shadowed
 from lab06 import runner as grade_lab06_runner
 from tests.helpers import HERE, MessageAssertions, folder_copy, run_script
 
@@ -611,7 +618,7 @@ ESCAPES = textwrap.dedent('''
 # on the standard output they share, Ctrl-C ending it with 130 as the command line's does.
 GRADERS = textwrap.dedent('''
     import os, sys
-    from lab06 import grading_checks as grader
+    from lab06 import grader
     pids = []
     for path in sys.argv[1:]:
         pid = os.fork()
@@ -733,13 +740,13 @@ class Grader(MessageAssertions, unittest.TestCase):
         said = re.search(r"\((\d+) to (\d+) queries, (\d+) to (\d+) sources, (\d+) to (\d+) "
                          r"wide\) with numbers up to ±(\d+)", text)
         self.assertIsNotNone(said, "lab06/README.md no longer states the large drawn head")
-        heads = [grade_lab06.drawn(seed)["heads"][1] for seed in range(200)]
+        heads = [drawn(seed)["heads"][1] for seed in range(200)]
         T, S, d = ([len(q) for q, _, _, _ in heads], [len(k) for _, k, _, _ in heads],
                    [len(q[0]) for q, _, _, _ in heads])
         top = max(abs(x) for head in heads for m in head[:3] for row in m for x in row)
         self.assertEqual(tuple(map(int, said.groups())),
                          (min(T), max(T), min(S), max(S), min(d), max(d), top))
-        tolerance = f"{grade_lab06.TOLERANCE:.0e}".replace("e-0", "e-")
+        tolerance = f"{TOLERANCE:.0e}".replace("e-0", "e-")
         self.assertIn(f"A number is right when it lies within {tolerance} of the grader's", text)
 
     def test_the_readme_counts_the_checks_the_grader_runs(self):
@@ -747,13 +754,13 @@ class Grader(MessageAssertions, unittest.TestCase):
             said = re.search(r"The grader runs the (\d+) checks the scaffold lists", f.read())
         self.assertIsNotNone(said,
                              "lab06/README.md no longer says how many checks the grader runs")
-        self.assertEqual(int(said.group(1)), len(grade_lab06.lab_checks()))
+        self.assertEqual(int(said.group(1)), len(lab_checks()))
 
     def test_a_correct_file_passes_every_check_and_exits_0(self):
         done = self.grade_source(LEARNER)
         self.assertEqual((done.returncode, done.stderr), (0, ""), done.stdout)
         self.assertNotIn("FAIL", done.stdout)
-        count = len(grade_lab06.lab_checks())
+        count = len(lab_checks())
         self.assertTrue(done.stdout.endswith(f"\n{count} of {count} checks pass\n"), done.stdout)
 
     def test_our_core_in_the_scaffolds_three_functions_passes_every_check(self):
@@ -803,8 +810,8 @@ class Grader(MessageAssertions, unittest.TestCase):
             with self.subTest(file=name):
                 self.assertTrue(all(len(line) <= 100 for line in lines),
                                 max(lines, key=len))
-                hints = [line.split(grade_lab06.HINT, 1)[1] for line in logical(lines)
-                         if grade_lab06.HINT in line]
+                hints = [line.split(HINT, 1)[1] for line in logical(lines)
+                         if HINT in line]
                 self.assertEqual(len(hints), len(set(hints)), hints)
 
     def test_every_shape_of_answer_gets_a_fail_that_says_what_came(self):
@@ -818,11 +825,11 @@ class Grader(MessageAssertions, unittest.TestCase):
                 value = ({key: self.shape for key in ("scores", "masked_scores", "weights",
                                                       "output")}
                          if function == "attention" and self.shape != "<dict>" else self.shape)
-                return grade_lab06.Reply(value, None, None, None, [])
+                return Reply(value, None, None, None, [])
 
         shapes = [7, "<NoneType>", "<bool True>", "<dict>", [], [7, 7, 7], [[7]],
                   [{"a": 1}] * 3, [7, [1.0, 2.0], "x"], [[float("nan")] * 3] * 3]
-        for name, check in grade_lab06.lab_checks(SEED):
+        for name, check in lab_checks(SEED):
             for shape in shapes:
                 with self.subTest(check=name, shape=shape):
                     problem = check(Shapes(shape))
@@ -893,8 +900,8 @@ class Grader(MessageAssertions, unittest.TestCase):
                                             f"cannot grade {path}: `import {name[:-3]}` would "
                                             f"find it before")
         for name in sorted(sys.stdlib_module_names)[::40]:
-            self.assertIn("the standard library's", grade_lab06.shadowed(name + ".py"))
-        self.assertIsNone(grade_lab06.shadowed("json.txt"))
+            self.assertIn("the standard library's", shadowed(name + ".py"))
+        self.assertIsNone(shadowed("json.txt"))
 
     def test_a_name_of_the_projects_own_shadows_nothing_and_is_written_and_graded(self):
         """The README writes tiny_attention.py in the top folder and grades it there, beside the
@@ -911,7 +918,7 @@ class Grader(MessageAssertions, unittest.TestCase):
                 mock.patch("os.listdir", with_the_learners_file):
             for name in ("tiny_attention.py", "attention.py", "lab06.py", "common.py"):
                 with self.subTest(name=name):
-                    self.assertIsNone(grade_lab06.shadowed(os.path.join(HERE, name)))
+                    self.assertIsNone(shadowed(os.path.join(HERE, name)))
                     path = os.path.join(tmp, name)
                     done = run_script("perturb_attention.py", "--scaffold", path)
                     self.assertEqual((done.returncode, done.stderr), (0, ""))
@@ -952,9 +959,9 @@ class Grader(MessageAssertions, unittest.TestCase):
                                  ("cheat.py", LEARNER + "from attention import matmul\n")):
                 with open(os.path.join(copy, name), "w", encoding="utf-8") as f:
                     f.write(source)
-            process = grade_lab06.LearnerProcess(os.path.join(copy, "tiny_attention.py"), 2, 5)
+            process = LearnerProcess(os.path.join(copy, "tiny_attention.py"), 2, 5)
             try:
-                learner = grade_lab06.Learner(process, "tiny_attention.py")
+                learner = Learner(process, "tiny_attention.py")
                 self.assertIsNone(learner.load())
                 self.assertEqual(learner.call("matmul", [[1.0]], [[2.0]]).value, [[2.0]])
             finally:
@@ -975,7 +982,7 @@ class Grader(MessageAssertions, unittest.TestCase):
                      for name in ("attention.py", "", "__pycache__", ".git", ".git/objects")}
             with open(os.path.join(copy, "tiny_attention.py"), "w", encoding="utf-8") as f:
                 f.write(LEARNER)
-            files, folders = grade_lab06.project_inodes(os.path.join(copy, "tiny_attention.py"))
+            files, folders = project_inodes(os.path.join(copy, "tiny_attention.py"))
         self.assertEqual(files, {inode["attention.py"], inode[""]})     # not the learner's file
         self.assertEqual(folders, {inode["__pycache__"], inode[".git"], inode[".git/objects"]})
 
@@ -990,7 +997,7 @@ class Grader(MessageAssertions, unittest.TestCase):
     @unittest.skipUnless(os.path.isdir("/proc") and hasattr(os, "fork"), "needs /proc and fork")
     def test_what_a_file_leaves_after_stopping_its_warden_ends_with_the_grading(self):
         lines, passed = self.graded["a warden stopped, and a sleeper left"]
-        count = len(grade_lab06.lab_checks())
+        count = len(lab_checks())
         self.assertFalse(passed)
         self.assertTrue(logical(lines)[-1].startswith(
             f"{count} of {count} checks pass; the file stopped its warden, so none counts"))
@@ -1069,7 +1076,7 @@ class Grader(MessageAssertions, unittest.TestCase):
                          listed)
         self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
                                     rf"grade again \(--seed \d+ draws the same cases again\)$")
-        self.assertEqual(len(listed), len(grade_lab06.lab_checks()))
+        self.assertEqual(len(listed), len(lab_checks()))
 
     def test_the_scaffold_never_overwrites_a_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -1098,7 +1105,7 @@ class Grader(MessageAssertions, unittest.TestCase):
     def test_a_grader_without_standard_input_or_error_grades_a_correct_file_right(self):
         """Started with descriptor 0 or 2 closed, the grader's pipes once took that number and
         the warden, pointing 0, 1 and 2 at the null device, cut them: a correct file failed."""
-        count = len(grade_lab06.lab_checks())
+        count = len(lab_checks())
         for fd, future in DESCRIPTOR_CLOSED.items():
             done = future.result()
             with self.subTest(closed=fd):
@@ -1188,20 +1195,20 @@ class Grader(MessageAssertions, unittest.TestCase):
                 ([[1.0, 1e-300], [0.5, 0.5]], "weights row 1, column 2 is blocked: expected "
                                               "exactly 0, got 1e-300")):
             with self.subTest(got=got):
-                problem = grade_lab06._dict_problem(got) if not isinstance(got, list) else \
-                    grade_lab06.mismatch(got, want, "weights", [[False, True], [False, False]],
+                problem = dict_problem(got) if not isinstance(got, list) else \
+                    mismatch(got, want, "weights", [[False, True], [False, False]],
                                          0.0)
                 self.assertEqual(problem, message)
 
     def test_the_limits_in_use_are_at_most_30_s_in_all_and_the_readme_quotes_them(self):
-        self.assertLessEqual(grade_lab06.TOTAL_LIMIT, 30)
-        self.assertLess(grade_lab06.CALL_LIMIT, grade_lab06.TOTAL_LIMIT)
+        self.assertLessEqual(TOTAL_LIMIT, 30)
+        self.assertLess(CALL_LIMIT, TOTAL_LIMIT)
         with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
             readme = " ".join(f.read().split())
-        self.assertIn(f"The grader runs the {len(grade_lab06.lab_checks())} checks the scaffold "
+        self.assertIn(f"The grader runs the {len(lab_checks())} checks the scaffold "
                       f"lists", readme)
-        self.assertIn(f"with at most {grade_lab06.CALL_LIMIT:g} s for each call (importing it is "
-                      f"one) and {grade_lab06.TOTAL_LIMIT:g} s in all", readme)
+        self.assertIn(f"with at most {CALL_LIMIT:g} s for each call (importing it is "
+                      f"one) and {TOTAL_LIMIT:g} s in all", readme)
 
 
 if __name__ == "__main__":

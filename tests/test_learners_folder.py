@@ -30,7 +30,7 @@ class TheProjectKnowsItsOwnFiles(MessageAssertions, unittest.TestCase):
         missing = [name for name in safe_io.project_files(HERE)
                    if not os.path.isfile(os.path.join(HERE, name))]
         self.assertEqual(missing, [])
-        self.assertIn(os.path.join("lab06", "grading_checks.py"), safe_io.project_files(HERE))
+        self.assertIn(os.path.join("lab06", "grader.py"), safe_io.project_files(HERE))
 
     def test_a_folder_without_its_list_says_so(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -214,7 +214,7 @@ class Submission(Folder):
         with open(os.path.join(self.folder, "tiny_attention.py"), "w", encoding="utf-8") as f:
             f.write("# the learner's file\n")
         report = (["PASS  matmul: Q = X·WQ", "1 of 1 checks pass"], True)
-        with mock.patch("lab06.grading_checks.grade", return_value=report) as grade:
+        with mock.patch("lab06.grader.grade", return_value=report) as grade:
             _, text = self.submit("")
         grade.assert_called_once_with(os.path.join(self.folder, "tiny_attention.py"))
         self.assertIn(f"--grade {os.path.join(self.folder, 'tiny_attention.py')}`: PASS, every "

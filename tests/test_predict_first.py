@@ -9,7 +9,7 @@ import unittest
 
 from lab06 import lab, sheet
 from lab06.exact import answer_text
-from lab06.grading_checks import SCAFFOLD
+from lab06.scaffold import SCAFFOLD
 from tests.helpers import HERE, MessageAssertions, run_script
 
 

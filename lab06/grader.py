@@ -1,0 +1,70 @@
+"""Lab 06's grader: a learner's tiny_attention.py, run in a process of its own and asked for every
+intermediate, one PASS or FAIL line per check.
+
+    python3 perturb_attention.py --grade tiny_attention.py       one PASS or FAIL line per check
+    python3 perturb_attention.py --grade tiny_attention.py --head my-head.json --scale-key 3=2
+                                                  your file against ours, on any head and change
+
+grade() wires the rest: the file runs in runner.py's process below its warden (process.py), the
+checks ask it for its numbers and judge them (grading_checks.py, with compare.py and the mistakes
+learners make, mistakes.py), and the report says what each found (report.py). Every verdict is
+made here, from the answers alone; whatever the file does, the learner sees a FAIL line that says
+so, never a traceback. What it leaves out: a sandbox. The file runs with the learner's own rights;
+a course runs untrusted submissions in a container.
+"""
+
+import os
+import random
+
+from lab06 import lab as lab06
+from lab06.grading_checks import experiment_checks, lab_checks
+from lab06.process import CALL_LIMIT, TOTAL_LIMIT, Learner, LearnerProcess, Stopped
+from lab06.report import report
+from lab06.scaffold import refuse_a_shadowing_name
+
+MAX_FILE = 2 ** 20    # bytes: a larger file is refused before it runs
+
+
+def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):
+    """The report, a line a check (wrapped at LINE_WIDTH) and a last line that counts them, and
+    whether every check passed. With a head or changes, that head's checks; else the lab's, with
+    the cases drawn afresh from seed (a new one by default, named in the report when a check
+    fails). Limits in seconds (CALL_LIMIT and TOTAL_LIMIT by default). Raises ValueError when path
+    is not a file to grade, or its name would shadow a module."""
+    if os.path.isdir(path):
+        raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
+    if not os.path.lexists(path):
+        raise ValueError(f"cannot grade {path}: no such file (write one with --scaffold {path})")
+    if not os.path.isfile(path):
+        raise ValueError(f"cannot grade {path}: it is not a regular file, expected a Python file")
+    refuse_a_shadowing_name(path, "grade")
+    with open(path, "rb") as f:       # here, so that an unreadable file is one line, not a FAIL
+        if len(f.read(MAX_FILE + 1)) > MAX_FILE:
+            raise ValueError(f"cannot grade {path}: it is larger than {MAX_FILE >> 20} MB")
+    own_head = head is not None or changes
+    seed = random.SystemRandom().randrange(1, 10 ** 6) if seed is None else seed
+    checks = experiment_checks(head or lab06.HEAD, changes) if own_head else lab_checks(seed)
+    name = os.path.basename(path)
+    results, stopped, current = [], None, f"importing {name}"
+    process = LearnerProcess(path, call_limit or CALL_LIMIT, total_limit or TOTAL_LIMIT)
+    try:
+        learner = Learner(process, name)
+        failure = learner.load()
+        if failure:
+            results.append((current, failure))
+            stopped = "the file could not be imported, so no check ran"
+        for check_name, check in checks if not failure else ():
+            current = check_name
+            try:
+                problem = check(learner)
+            except RecursionError:      # an answer nested almost as deep as JSON allows
+                problem = "the answer is nested too deeply to be a matrix"
+            results.append((check_name, problem))
+    except Stopped as stop:
+        left = len(checks) - len(results) - (current != f"importing {name}")
+        results.append((current, str(stop)))
+        stopped = f"the learner's process was stopped, so the last {left} did not run"
+    finally:
+        process.stop()
+    return report(results, len(checks), stopped, process.warden_stopped,
+                  process.mode == "subreaper", None if own_head else seed)
