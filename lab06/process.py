@@ -67,8 +67,6 @@ class LearnerProcess:
         self.count, self.stopped, self.runner, self.mode = 0, False, None, None
         self.warden_stopped, self.watched = False, project_inodes(path)
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
-        # not dumpable: no learner's process opens this one's /proc/PID/fd/1, the terminal
-        runner.prctl(runner.PR_SET_DUMPABLE, 0)
         # a subreaper: were the warden stopped, what the file started would be orphaned here
         runner.prctl(runner.PR_SET_CHILD_SUBREAPER, 1)
         _fill_standard_descriptors()

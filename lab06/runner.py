@@ -32,12 +32,11 @@ subclass, None, becomes a string "<type ...>", so that the grader can name what 
 
 Before the learner's code runs, the two channels move to descriptors of their own and 0, 1 and 2
 point at the null device, so what the code prints or reads never mixes with the answers; every
-builtin the runner uses is bound here, its own functions are called through a private copy of its
-names, and JSON is written with the C string encoder, so that patching builtins, json or
-__main__ does not change an answer. Address space is limited to MEMORY_LIMIT; run as root, the
-runner keeps no capability. What it leaves out: time limits (the grader keeps them, from its own
-process), killing (the warden's) and any sandbox (the code runs with the user's rights, and code
-that calls C itself, through ctypes, could open any file or rewrite this process unwatched).
+builtin the runner uses is bound here, and JSON is written with the C string encoder, so that
+patching builtins or json does not change an answer. Address space is limited to MEMORY_LIMIT.
+What it leaves out: time limits (the grader keeps them, from its own process), killing (the
+warden's) and any sandbox: the code runs with the user's rights, and may patch this module (it is
+__main__) or call C through ctypes; a course runs untrusted submissions in a container.
 """
 
 import marshal
@@ -49,7 +48,7 @@ import time
 import types
 from builtins import (BaseException, Exception, NotImplementedError, SyntaxError, TypeError,
                       ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
-                      getattr, int, isinstance, len, list, next, open, str, type)
+                      getattr, int, isinstance, list, next, open, str, type)
 
 MEMORY_LIMIT = 2 ** 30    # bytes of address space: a runaway list ends in MemoryError
 DEPTH = 4                 # a value nested deeper than any answer asked for is not sent whole
@@ -188,18 +187,6 @@ def _limit_memory():
         pass
 
 
-def _private_names():
-    """This module's names, each of its functions rebuilt to look its names up here rather than in
-    __main__: code that rebinds __main__.plain or __main__.to_json changes nothing the runner
-    calls. (Code that goes looking for these functions' own globals still could: no sandbox.)"""
-    names = dict(globals())
-    for name, value in list(names.items()):
-        if type(value) is types.FunctionType and value.__globals__ is globals():
-            names[name] = types.FunctionType(value.__code__, names, name, value.__defaults__,
-                                             value.__closure__)
-    return names
-
-
 # ---- the watch: the answers must be the file's own ---------------------------------------------
 
 STARTS = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"})
@@ -249,7 +236,7 @@ def watch(answers, files=frozenset(), folders=frozenset()):
 
 # ---- the warden: no learner code runs here ------------------------------------------------------
 
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 24, 36, 38
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def prctl(option, value):
@@ -286,31 +273,6 @@ def descendants(root):
     return found
 
 
-def drop_privileges():
-    """Leave this process (the runner, before the learner's code) no capability and no way to gain
-    one (Linux): run as root, it could otherwise open any process's descriptors, the grader's
-    non-dumpable ones included. Nothing happens where there is no prctl."""
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if os.geteuid() != 0:
-        return
-    for capability in range(64):
-        prctl(PR_CAPBSET_DROP, capability)
-    try:
-        import ctypes
-
-        class Header(ctypes.Structure):
-            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-        class Data(ctypes.Structure):
-            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                        ("inheritable", ctypes.c_uint32)]
-
-        none = (Data * 2)()
-        ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(Header(0x20080522, 0)), none)
-    except (ImportError, OSError, AttributeError):
-        pass
-
-
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT")   # the warden's, each a request to stop
 
 
@@ -328,7 +290,6 @@ def warden(requests, answers, path):
     comes, kill every descendant (MODE "subreaper") or the runner's group (MODE "group"), reap
     them all, and return."""
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
-    prctl(PR_SET_DUMPABLE, 0)             # no same-user process opens this one's descriptors
     for name in STOP_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stop)
@@ -348,7 +309,6 @@ def warden(requests, answers, path):
                 # the warden read the standard library's bytecode; what the learner's code
                 # imports is read from its source, as -X pycache_prefix=/dev/null would
                 sys.pycache_prefix = os.devnull
-                drop_privileges()
                 serve(path)
             finally:
                 os._exit(127)
@@ -407,8 +367,6 @@ def main():
 
 def serve(path):
     """Answer the requests on descriptor 0 on descriptor 1, one at a time, then end the process."""
-    own = _private_names()
-    reply_to, to_json = own["reply_to"], own["to_json"]
     path = os.path.abspath(path)
     requests, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
     quiet = os.open(os.devnull, os.O_RDWR)
@@ -428,7 +386,7 @@ def serve(path):
             break
         request = marshal.loads(requests.read(size))
         if request["call"] == "import":
-            own["watch"](answers.fileno(), *request["args"])
+            watch(answers.fileno(), *request["args"])
         module, reply = reply_to(module, request, path)
         answer({"id": request["id"], **reply})
     os._exit(0)        # neither the learner's atexit hooks nor its threads hold the process
