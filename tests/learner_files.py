@@ -1,0 +1,110 @@
+"""What the grader's tests (tests/test_grader_*.py) share: LEARNER, a careful learner's file, which
+passes every check; the folders their files are graded in; the report read a check a line; and
+EveryReport, the test each class of gradings runs on every report it has.
+"""
+
+import os
+import tempfile
+import textwrap
+
+from lab06.mistakes import HINT
+from tests.helpers import run_script
+
+# A learner's correct file, written the plain way. Each mutant replaces some of its lines.
+LEARNER = textwrap.dedent('''
+    import math
+
+
+    def matmul(left, right):
+        if not left or not right or len({len(r) for r in right}) != 1 or any(
+                len(row) != len(right) for row in left):
+            raise ValueError("matmul: the inner sizes differ")
+        return [[sum(a * b for a, b in zip(row, col)) for col in zip(*right)] for row in left]
+
+
+    def masked_softmax(scores, allowed):
+        if not scores or len(scores) != len(allowed) or not any(allowed):
+            raise ValueError("masked_softmax: nothing allowed")
+        top = max(s for s, ok in zip(scores, allowed) if ok)
+        exps = [math.exp(s - top) if ok else 0.0 for s, ok in zip(scores, allowed)]
+        total = sum(exps)
+        return [e / total for e in exps]
+
+
+    def check(Q, K, V, allowed):
+        for m in (Q, K, V):
+            if not m or any(len(row) != len(m[0]) for row in m):
+                raise ValueError("a matrix is empty or ragged")
+            if not all(math.isfinite(x) for row in m for x in row):
+                raise ValueError("a number is not finite")
+        if len(Q[0]) != len(K[0]) or len(K) != len(V):
+            raise ValueError("the shapes do not fit")
+        if len(allowed) != len(Q) or any(len(row) != len(K) for row in allowed):
+            raise ValueError("the mask has the wrong size")
+        if any(type(ok) is not bool for row in allowed for ok in row):
+            raise ValueError("a mask entry is not a bool")
+        if not all(any(row) for row in allowed):
+            raise ValueError("a query may attend to nothing")
+
+
+    def attention(Q, K, V, allowed):
+        check(Q, K, V, allowed)
+        d = len(Q[0])
+        scores = [[s / math.sqrt(d) for s in row] for row in matmul(Q, [list(c) for c in zip(*K)])]
+        if not all(math.isfinite(s) for row in scores for s in row):
+            raise ValueError("a score overflowed")
+        masked_scores = [[s if ok else -math.inf for s, ok in zip(row, oks)]
+                         for row, oks in zip(scores, allowed)]
+        weights = [masked_softmax(row, oks) for row, oks in zip(masked_scores, allowed)]
+        output = matmul(weights, V)
+        return {"scores": scores, "masked_scores": masked_scores, "weights": weights,
+                "output": output}
+''')
+
+
+def write_sources(folder, sources):
+    """{name: path} for {name: (source, limits)}, each source a tiny_attention.py of its own."""
+    paths = {}
+    for n, name in enumerate(sources):
+        os.mkdir(os.path.join(folder, str(n)))
+        paths[name] = os.path.join(folder, str(n), "tiny_attention.py")
+        with open(paths[name], "w", encoding="utf-8") as f:
+            f.write(sources[name][0])
+    return paths
+
+
+def grade_source(source, *args):
+    """perturb_attention.py --grade on source, written as a tiny_attention.py of its own."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tiny_attention.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return run_script("perturb_attention.py", "--grade", path, *args)
+
+
+def logical(lines):
+    """The report's lines with each wrapped line joined again: a check a line."""
+    joined = []
+    for line in lines:
+        if line.startswith(" " * 6) and joined:
+            joined[-1] += " " + line[6:]
+        else:
+            joined.append(line)
+    return joined
+
+
+def first_fail(lines):
+    return next((line for line in logical(lines) if line.startswith("FAIL")), None)
+
+
+class EveryReport:
+    """A test for a TestCase whose setUpClass sets graded, {file: (lines, passed)}."""
+
+    def test_every_report_line_fits_in_100_characters_and_each_hint_comes_once(self):
+        for name, (lines, _) in self.graded.items():
+            with self.subTest(file=name):
+                self.assertTrue(all(len(line) <= 100 for line in lines),
+                                max(lines, key=len))
+                hints = [line.split(HINT, 1)[1] for line in logical(lines)
+                         if HINT in line]
+                self.assertEqual(len(hints), len(set(hints)), hints)
