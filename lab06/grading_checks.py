@@ -1,15 +1,9 @@
-"""Lab 06's grader, the checks: those the scaffold lists, for the lab's own head (lab_checks),
-and those of a head and changes of the learner's own (experiment_checks), each a (name, check)
-whose check(learner) is None when the learner's file passes, else what is wrong and, where the
-numbers match a mistake learners make, which (hinted).
-
-The checks run in the order of the computation: the projections, the scores, the masked scores,
-the weights, the output; then the interventions, the rejections, inputs left as they were and the
-optional checks. Probe heads catch what the lab's head cannot (WIDE, NON_SQUARE, FUTURE_ABOVE,
-NEAR_MINUS_1E10), and three checks also take cases drawn afresh from a seed (drawn), which a FAIL
-names. A call that changes its inputs says so before any of its numbers are compared. What it
-leaves out: running the file (process.py), the mistakes themselves (mistakes.py) and the report
-(report.py).
+"""Lab 06's grader, the checks: lab_checks(seed), those the scaffold lists, for the lab's head,
+and experiment_checks(head, changes), for a head and changes of the learner's own; each a (name,
+check), check(learner) None when the file passes, else what is wrong and the mistake it looks
+like. They run in the order of the computation, then the interventions, the rejections, inputs
+left as they were and the optional checks; probe heads (WIDE, NON_SQUARE, ...) catch what the
+lab's head cannot, and cases drawn afresh from the seed (drawn) what a file could know ahead.
 """
 
 import math
@@ -103,12 +97,10 @@ def _rejects(learner, function, args, what, type_error_too=False):
     return None
 
 
-def _edited(reply, names):
-    if reply.failure:
-        return reply.failure
-    edited = [names[n] for n in reply.edited if isinstance(n, int) and 0 <= n < len(names)]
-    return (f"the inputs were edited in place ({', '.join(edited)} changed): work on copies"
-            if edited else None)
+def _unchanged(learner, function, args):
+    """None when function(*args) leaves its arguments as they came, else what it changed."""
+    reply = learner.call(function, *args)
+    return reply.failure or _edit_problem(function, reply)
 
 
 # Probe heads: (q, k, v, allowed), each a mistake's witness.
@@ -156,21 +148,30 @@ def _want(head_args):
     return {**attention(*head_args), "blocked": [[not ok for ok in row] for row in head_args[3]]}
 
 
+def _intermediates(args):
+    """[(part, want, mistakes, blocked, blocked_value)] for scores, masked_scores, weights and
+    output of attention(*args), in that order, as _part takes them: ours, the mistakes wrong
+    numbers may match, and what a blocked entry must be exactly (None where nothing is)."""
+    q, k, v, allowed = args
+    want = _want(args)
+
+    def masked_mistake(got):
+        return finite_stand_in(got, want["masked_scores"], allowed) or diagnose(
+            got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed))
+
+    return [("scores", want["scores"], score_mistakes(q, k, v), None, None),
+            ("masked_scores", want["masked_scores"], masked_mistake, want["blocked"], -math.inf),
+            ("weights", want["weights"], weight_mistakes(q, k, v, allowed), want["blocked"], 0.0),
+            ("output", want["output"], output_mistakes(want["weights"], k, v), None, None)]
+
+
 def _all_parts(learner, args, when_raised=None):
     """scores, masked_scores, weights and output on args, in that order: the first that differs."""
-    want = _want(args)
-    q, k, v, allowed = args
-    return (_part(learner, args, "scores", want["scores"], score_mistakes(q, k, v),
-                  when_raised=when_raised)
-            or _part(learner, args, "masked_scores", want["masked_scores"],
-                     lambda got: finite_stand_in(got, want["masked_scores"], allowed) or diagnose(
-                         got, want["masked_scores"],
-                         masked_score_mistakes(want["scores"], allowed)),
-                     want["blocked"], -math.inf)
-            or _part(learner, args, "weights", want["weights"], weight_mistakes(q, k, v, allowed),
-                     want["blocked"], 0.0)
-            or _part(learner, args, "output", want["output"],
-                     output_mistakes(want["weights"], k, v)))
+    for part, *judged in _intermediates(args):
+        problem = _part(learner, args, part, *judged, when_raised)
+        if problem:
+            return problem
+    return None
 
 
 def drawn(seed):
@@ -231,13 +232,11 @@ def lab_checks(seed=0):
     fresh = drawn(seed)
     fresh_row = (*fresh["row"], masked_softmax(*fresh["row"]))
     want = _want(lab)
-    blocked = want["blocked"]
+    parts = {part: judged for part, *judged in _intermediates(lab)}
     ln2 = math.log(2)
 
-    def baseline(part, mistakes, blocked_value=None):
-        return lambda learner: _part(learner, lab, part, want[part], mistakes,
-                                     blocked_value is not None and blocked or None,
-                                     blocked_value, on_the_lab_head)
+    def baseline(part):
+        return lambda learner: _part(learner, lab, part, *parts[part], on_the_lab_head)
 
     def intervention(change):
         after = lab06.run(lab06.HEAD, [change])
@@ -275,13 +274,8 @@ def lab_checks(seed=0):
         ("matmul: a (2, 3)·(3, 2) product, then one drawn afresh", lambda learner: _product(
             learner, RECTANGLE, TALL, matmul(RECTANGLE, TALL)) or _afresh(_product(
                 learner, *fresh["product"], matmul(*fresh["product"])), "a product", seed)),
-        ("baseline scores = Q·Kᵀ/√2, before the mask",
-         baseline("scores", score_mistakes(q, k, v))),
-        ("baseline masked_scores: −∞ where blocked",
-         baseline("masked_scores", lambda got: finite_stand_in(got, want["masked_scores"],
-                                                               allowed) or diagnose(
-             got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed)),
-                  -math.inf)),
+        ("baseline scores = Q·Kᵀ/√2, before the mask", baseline("scores")),
+        ("baseline masked_scores: −∞ where blocked", baseline("masked_scores")),
         ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row "
          "drawn afresh",
          lambda learner: _row(learner, *SOFTMAX_PROBE, [1 / 3, 2 / 3, 0.0])
@@ -295,8 +289,7 @@ def lab_checks(seed=0):
         ("masked_softmax: [0, ln 2, 1000] with the last blocked -> [1/3, 2/3, 0]",
          lambda learner: _row(learner, [0.0, ln2, 1000.0], [True, True, False],
                               [1 / 3, 2 / 3, 0.0], shift_over_blocked)),
-        ("baseline weights: rows sum to 1, exactly 0.0 where blocked",
-         baseline("weights", weight_mistakes(q, k, v, allowed), 0.0)),
+        ("baseline weights: rows sum to 1, exactly 0.0 where blocked", baseline("weights")),
         ("weights with allowed = [[T, F, T], [F, T, T], [T, T, F]]",
          lambda learner: _part(learner, (q, k, v, MIXED_MASK), "weights",
                                attend(q, k, v, MIXED_MASK)["weights"],
@@ -308,8 +301,7 @@ def lab_checks(seed=0):
                                0.0, shift_over_blocked)),
         ("weights when every score is near −1e10: a blocked source still gets none",
          _fill_probe),
-        ("baseline output = weights·V",
-         baseline("output", output_mistakes(want["weights"], k, v))),
+        ("baseline output = weights·V", baseline("output")),
         ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
          lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
                                score_mistakes(*WIDE[:3]),
@@ -360,11 +352,10 @@ def lab_checks(seed=0):
         not_finite("V"),
         rejects("scores that overflow to infinity", ([[1e200, 1e200]] * 3, [[1e200, 1e200]] * 3,
                                                      v, allowed)),
-        ("masked_softmax leaves scores and allowed as they were", lambda learner: _edited(
-            learner.call("masked_softmax", [0.0, ln2, ln2], [True, True, False]),
-            ("scores", "allowed"))),
-        ("attention leaves Q, K, V and allowed as they were", lambda learner: _edited(
-            learner.call("attention", *lab), ("Q", "K", "V", "allowed"))),
+        ("masked_softmax leaves scores and allowed as they were",
+         lambda learner: _unchanged(learner, "masked_softmax", SOFTMAX_PROBE)),
+        ("attention leaves Q, K, V and allowed as they were",
+         lambda learner: _unchanged(learner, "attention", lab)),
         ("the baseline comes out the same when run again", lambda learner: _again(learner, lab)),
         ("optional: adding [1, −2] to every value shifts each output by [1, −2]",
          intervention(lab06.shift_values(lab06.VALUE_SHIFT))),
@@ -394,22 +385,13 @@ def experiment_checks(head, changes=()):
     if changes:
         runs.append((f"after {'; '.join(c.description for c in changes)}",
                      lab06.run(head, changes)))
-    d = len(q[0])
+    titles = {"scores": f"scores = Q·Kᵀ/√{len(q[0])}, before the mask",
+              "masked_scores": "masked_scores, −∞ where blocked",
+              "weights": "weights, exactly 0.0 where blocked", "output": "output = weights·V"}
     for label, run in runs:
         args = (run["q"], run["k"], run["v"], run["allowed"])
-        want = _want(args)
-        checks += [
-            (f"{label}: scores = Q·Kᵀ/√{d}, before the mask", lambda learner, a=args, w=want:
-             _part(learner, a, "scores", w["scores"], score_mistakes(*a[:3]))),
-            (f"{label}: masked_scores, −∞ where blocked", lambda learner, a=args, w=want: _part(
-                learner, a, "masked_scores", w["masked_scores"],
-                lambda got: finite_stand_in(got, w["masked_scores"], a[3]) or diagnose(
-                    got, w["masked_scores"], masked_score_mistakes(w["scores"], a[3])),
-                w["blocked"], -math.inf)),
-            (f"{label}: weights, exactly 0.0 where blocked", lambda learner, a=args, w=want:
-             _part(learner, a, "weights", w["weights"], weight_mistakes(*a), w["blocked"], 0.0)),
-            (f"{label}: output = weights·V", lambda learner, a=args, w=want: _part(
-                learner, a, "output", w["output"], output_mistakes(w["weights"], a[1], a[2]))),
-        ]
+        checks += [(f"{label}: {titles[part]}",
+                    lambda learner, a=args, p=part, j=judged: _part(learner, a, p, *j))
+                   for part, *judged in _intermediates(args)]
     return checks
 
