@@ -1,14 +1,8 @@
-"""Lab 06's grader, comparing: what the learner's answer is against ours, in a few words.
-
-    mismatch(got, want, "weights")      None, or the first entry that differs, rows and columns
-                                        counted from 1
-    row_mismatch(got, want, blocked)    the same for one row (masked_softmax's answer)
-    diagnose(got, want, mistakes)       the known mistake whose numbers got has, or None
-
-A number is right when it is a float or an int (not a bool, not a subclass) within TOLERANCE of
-ours, exactly −∞ or 0.0 where the mask blocks; got is what the runner sent, anything that is not
-a plain list, dict, int or float written "<type ...>". What it leaves out: which mistakes there
-are (mistakes.py) and what to ask (grading_checks.py).
+"""Lab 06's grader, comparing: the learner's answer against ours, in a few words. mismatch (a
+matrix) and row_mismatch (masked_softmax's row) name the first entry that differs, rows and
+columns counted from 1: a number is right when it is a float or an int (not a bool, not a
+subclass) within TOLERANCE of ours, exactly −∞ or 0.0 where the mask blocks. diagnose names the
+known mistake (mistakes.py) whose numbers a wrong answer has.
 """
 
 import json
@@ -123,8 +117,7 @@ def diagnose(got, want, mistakes):
 
 
 def dict_problem(value):
-    """What is wrong with the form of attention's answer (not a dict, or a key missing), or
-    None."""
+    """What is wrong with the form of attention's answer (not a dict, a key missing), or None."""
     if value == "<NoneType>":
         return "attention returned None: does it end with return {...}?"
     if type(value) is not dict:

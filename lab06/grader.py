@@ -1,16 +1,9 @@
-"""Lab 06's grader: a learner's tiny_attention.py, run in a process of its own and asked for every
-intermediate, one PASS or FAIL line per check.
-
-    python3 perturb_attention.py --grade tiny_attention.py       one PASS or FAIL line per check
-    python3 perturb_attention.py --grade tiny_attention.py --head my-head.json --scale-key 3=2
-                                                  your file against ours, on any head and change
-
-grade() wires the rest: the file runs in runner.py's process below its warden (process.py), the
-checks ask it for its numbers and judge them (grading_checks.py, with compare.py and the mistakes
-learners make, mistakes.py), and the report says what each found (report.py). Every verdict is
-made here, from the answers alone; whatever the file does, the learner sees a FAIL line that says
-so, never a traceback. What it leaves out: a sandbox. The file runs with the learner's own rights;
-a course runs untrusted submissions in a container.
+"""Lab 06's grader: grade() runs a learner's tiny_attention.py in a process of its own
+(process.py), the checks on its answers (grading_checks.py), and returns the report (report.py),
+one PASS or FAIL line per check: `python3 perturb_attention.py --grade tiny_attention.py`, with
+--head and the change flags for a head and changes of the learner's own. What it leaves out: a
+sandbox. The file runs with the learner's rights; a course runs untrusted submissions in a
+container.
 """
 
 import os

@@ -1,17 +1,7 @@
-"""Lab 06's grader, the mistakes learners make: for each intermediate, (mistake, make) pairs, each
-make() giving the numbers that mistake gives on a head, so that diagnose (compare.py) can name the
-mistake a wrong answer matches; and the hints for what a call raised or what its exponentials did.
-
-    score_mistakes(q, k, v)                 a missing or wrong scale, K·Qᵀ
-    masked_score_mistakes(scores, allowed)  0.0 for −∞, the mask inverted, transposed or ignored
-    weight_mistakes(q, k, v, allowed)       the mask after the softmax, the softmax over columns,
-                                            a finite fill, a causal mask of its own, ...
-    output_mistakes(weights, k, v)          Aᵀ·V, the weights mixing K
-    softmax_row_mistakes(scores, allowed)   masked_softmax's row: not renormalised, 0.0 for −∞
-
-q (T, d), k (S, d), v (S, d_v), allowed (T, S). A problem with its hint reads
-"<problem>; this looks like: <mistake>" (HINT, hinted). What it leaves out: the checks that ask
-for the numbers (grading_checks.py) and the comparison (compare.py).
+"""Lab 06's grader, the mistakes learners make: for each intermediate, (mistake, make) pairs whose
+make() gives the numbers that mistake gives on a head (q (T, d), k (S, d), v (S, d_v), allowed
+(T, S)), for diagnose (compare.py) to name; and the hints for what a call raised or what its
+exponentials did. A problem with its hint reads "<problem>; this looks like: <mistake>" (HINT).
 """
 
 import math
@@ -28,8 +18,6 @@ def hinted(problem, mistake):
     """problem, with the mistake it looks like after HINT; problem alone when either is None."""
     return f"{problem}{HINT}{mistake}" if problem and mistake else problem
 
-
-# ---- the mistakes, each made with the folder's own matmul and softmax -------------------------
 
 def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
@@ -163,8 +151,6 @@ def softmax_row_mistakes(scores, allowed):
             (ZERO_FILL, lambda: [masked_softmax(
                 [s if ok else 0.0 for s, ok in zip(scores, allowed)], [True] * len(scores))])]
 
-
-# ---- hints from what a call raised or what its numbers did, where no matrix is to be matched ----
 
 def on_the_lab_head(reply):
     """The hint when attention raises on the lab's own head, which is valid."""

@@ -1,21 +1,10 @@
 """Lab 06's grader, the learner's process: the learner's file run by runner.py in a process of its
-own, asked one call at a time, each answer a Reply.
-
-    process = LearnerProcess("tiny_attention.py", CALL_LIMIT, TOTAL_LIMIT)
-    learner = Learner(process, "tiny_attention.py")
-    learner.load()                           None, or why the file does not import
-    learner.call("matmul", left, right)      Reply(value, failure, error, kind, edited)
-    process.stop()                           the file's process, and all it started, killed
-
-The file runs below a warden (runner.py --warden) that kills it and every process it started once
-the grading ends, however the grading ends, a new session or process group of theirs included
-(Linux: a child subreaper; where there is no prctl, the process group alone, and mode says so). A
-file that stops its warden fails (warden_stopped), and this process, a subreaper too, kills what
-it left. The answers must be the file's own: it runs from its own folder with the standard library
-alone, and opening one of the project's files (project_inodes) or starting another program ends it
-with Stopped, which says so, as running out of time does: CALL_LIMIT seconds a call, TOTAL_LIMIT
-in all. What it leaves out: any verdict (the answers are judged by grading_checks.py), and a
-sandbox: the file runs with the learner's own rights.
+own, below a warden (runner.py --warden) that kills it and all it started once the grading ends,
+however it ends (Linux: a child subreaper; elsewhere the process group alone, and mode says so).
+Learner(process, name).call(function, *args) asks one call at a time and gives a Reply; Stopped
+comes when the file runs out of time (CALL_LIMIT a call, TOTAL_LIMIT in all), ends, stops its
+warden (warden_stopped) or does what its answers may not (project_inodes: open one of the
+project's files, start another program). What it leaves out: any verdict, and a sandbox.
 """
 
 import collections

@@ -1,11 +1,6 @@
-"""Lab 06's grader, the report: a PASS or FAIL line a check, each hint at its first FAIL only, and
-a last line that counts them; the verdict, True when every check passed.
-
-    lines, verdict = report([("matmul: Q = X·WQ", None), ...], 41)
-
-Every line is printable (what the learner's code wrote cannot move the cursor or paint a PASS over
-its FAIL) and at most LINE_WIDTH characters: the learner has the lesson beside it. What it leaves
-out: running the checks (grader.py) and judging the answers (grading_checks.py).
+"""Lab 06's grader, the report: a PASS or FAIL line a check, each hint at its first FAIL only, a
+last line that counts them, and the verdict. Every line is printable (what the learner's code
+wrote cannot move the cursor or paint a PASS over its FAIL) and at most LINE_WIDTH characters.
 """
 
 from lab06.mistakes import HINT
@@ -45,12 +40,9 @@ def printable(line):
 
 
 def report(results, count, stopped=None, warden_stopped=False, subreaper=True, seed=None):
-    """(lines, verdict): a line for each of results, [(what was checked, None or what is wrong)]
-    in the order they ran, each hint once; a FAIL when the file stopped its warden; a note where
-    only the process group could be stopped (not subreaper); and a last line that counts the
-    passes out of count and, when one failed, says stopped (why the rest did not run, or None) and
-    the seed that draws the same cases again (None for a head of the learner's own). The verdict
-    is True when all count passed and the file left its warden alone."""
+    """(lines, verdict) for results, [(what was checked, None or what is wrong)] in the order they
+    ran, of count checks: stopped says why the rest did not run, seed draws the same cases again
+    (None for a head of the learner's own). The verdict: all count passed, the warden left alone."""
     lines, hints = [], set()
     for what, problem in results:
         if problem is None:

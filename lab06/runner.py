@@ -21,7 +21,7 @@ grader reads from an untrusted process:
 {"id": n, "raised": {"type", "kind", "message", "line"}}, or {"id": n, "missing": true}.
 
 The answers must be the file's own. The "import" request carries the (device, inode) pairs of the
-project's files and folders (the grader's project_inodes), and before the file is imported an audit
+project's files and folders (process.py's project_inodes), and before the file is imported an audit
 hook (watch) ends the process at the first thing its code may not do, opening one of them, starting
 another program or rewriting the runner's functions, after telling the grader {"not_own": [what it
 did, to what]}.

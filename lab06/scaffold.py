@@ -1,17 +1,7 @@
-"""Lab 06's scaffold: the starter tiny_attention.py a learner fills in, which lists the grader's
-checks, and the names a learner's file may not take.
-
-    python3 perturb_attention.py --scaffold tiny_attention.py    a starter file to fill in
-
-The learner's file defines, as the lab's Part 3 asks:
-
-    matmul(left, right)                 lists of lists, (n, m)·(m, p) -> (n, p)
-    masked_softmax(scores, allowed)     one row; a blocked source gets exactly 0.0
-    attention(Q, K, V, allowed)         {"scores", "masked_scores", "weights", "output"}
-
-A file named after a module of the standard library (json.py) is refused, here and by the grader:
-beside it, `import json` would find the file. What it leaves out: the checks themselves
-(grading_checks.py), which the scaffold only lists.
+"""Lab 06's scaffold: `python3 perturb_attention.py --scaffold tiny_attention.py` writes SCAFFOLD,
+the starter file whose matmul, masked_softmax and attention the learner fills in, with the list of
+the grader's checks. A file named after a module of the standard library (json.py) is refused here
+and by the grader: beside it, `import json` would find the file.
 """
 
 import os
