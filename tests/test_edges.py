@@ -641,7 +641,8 @@ class SecondHostilePass(MessageAssertions, unittest.TestCase):
                                    os.path.join(copy, name))
             os.makedirs(os.path.join(copy, ".git"))
             self.assertMessage(ValueError, "one of this folder's own files",
-                               scaffold, os.path.join(copy, ".git", "tiny.py"))
+                               scaffold,
+                               os.path.join(copy, ".git", "tiny.py"))
         self.assertMessage(ValueError, "alphabet entry 0 is '\\udc80', half of a surrogate pair",
                            bpe.Tokenizer, ["\udc80"], [])
 
