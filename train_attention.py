@@ -11,7 +11,7 @@ the stories, the two bigrams, the model around the lesson's layer and its traini
                                              on each of its tokens
     python3 train_attention.py --seeds 10    train seeds 1…10, a row each (on every core)
     python3 train_attention.py --write       record seeds 1…30 in training-run.json, and seed
-                                             1's weights and interventions (minutes)
+                                             1's weights, interventions and rule (minutes)
     python3 train_attention.py --check       fail unless seed 1 trains as the records say
     python3 train_attention.py --check --all-seeds    the same for seeds 1…30 (minutes)
     python3 train_attention.py --svg FILE    draw the recorded figure: a question, two colours
@@ -28,8 +28,9 @@ the stories, the two bigrams, the model around the lesson's layer and its traini
 --story, --block, --ablate-value, --patch and --export answer from the recorded model
 (training/trained-model.json, written by --write and checked by --check; --story and --patch print
 JSON with --json); with --seed or --steps they train that model first. The records of --write:
-training-run.json, trained-model.json and interventions-run.json (what the interventions find on
-seed 1's held-out stories).
+training-run.json, trained-model.json, interventions-run.json (what the interventions find on
+seed 1's held-out stories) and rule-run.json (where the rule seed 1 learned fails:
+training/rule.py).
 
 From Python:
 
@@ -75,6 +76,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)
     from training.recorded_model import model_from_record, model_record, read_model
+    from training.rule import rule_record
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)
@@ -87,6 +89,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_PATH = os.path.join(HERE, "training", "training-run.json")
 MODEL_PATH = os.path.join(HERE, "training", "trained-model.json")
 EVIDENCE_PATH = os.path.join(HERE, "training", "interventions-run.json")
+RULE_PATH = os.path.join(HERE, "training", "rule-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 
 
@@ -222,7 +225,7 @@ def main(argv=None):
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true",
                        help=f"record seeds 1…{RECORDED_SEEDS} in training-run.json, and seed 1's "
-                            f"model and interventions")
+                            f"model, interventions and rule")
     group.add_argument("--check", action="store_true",
                        help="fail unless seed 1 trains as training-run.json records")
     parser.add_argument("--all-seeds", action="store_true",
@@ -413,9 +416,10 @@ def _recorded():
 
 
 def _write_or_check(write, all_seeds):
-    """--write or --check of the three records of the default run: training-run.json (seed 1's
-    run and every seed's row), trained-model.json (seed 1's weights) and interventions-run.json
-    (what the interventions find on seed 1's held-out stories)."""
+    """--write or --check of the four records of the default run: training-run.json (seed 1's
+    run and every seed's row), trained-model.json (seed 1's weights), interventions-run.json
+    (what the interventions find on seed 1's held-out stories) and rule-run.json (seed 1 on the
+    stories of training/rule.py)."""
     if write or all_seeds:
         models = {}
         records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1)), models=models))
@@ -431,7 +435,8 @@ def _write_or_check(write, all_seeds):
                                not write),
                 write_or_check(to_json(model_record(model, SEED, STEPS)), MODEL_PATH, write,
                                not write),
-                write_or_check(to_json(found), EVIDENCE_PATH, write, not write)]
+                write_or_check(to_json(found), EVIDENCE_PATH, write, not write),
+                write_or_check(to_json(rule_record(model, SEED)), RULE_PATH, write, not write)]
     status = max(statuses)
     if status == 0 and not (write or all_seeds):
         show(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
