@@ -8,9 +8,11 @@ import random
 import re
 import unittest
 
-from tests.helpers import HERE, run_script
+from tests.helpers import HERE, recorded_seed_stories, run_script
+from training.model import predict
+from training.recorded_model import read_model
 from training.rule import RULE_SETS, SURNAMES, earliest_colour, rule_story
-from training.stories import COLOURS, question, training_tokenizer
+from training.stories import COLOURS, question, story_ids, training_tokenizer
 
 SEED = 20261129
 
@@ -73,6 +75,27 @@ class RuleStories(unittest.TestCase):
                     else:
                         self.assertTrue(text.startswith(f"{s.colour} was "))
                         self.assertEqual(colour_words(told), [s.colour])
+
+    def test_a_story_opening_with_its_colour_is_read_as_that_colours_trained_token(self):
+        """Read after a space, the first word is " white", which every colour sentence trains,
+        not "white", which no story trains; the recorded model answers it."""
+        text = "white was the cat's hat. the hat is"
+        tokenizer = training_tokenizer()
+        self.assertEqual(story_ids(tokenizer, text), tokenizer.encode(" " + text))
+        answer, weights = predict(read_model(os.path.join(HERE, "training", "trained-model.json")),
+                                  text)
+        self.assertEqual((weights[0][0], answer), (" white", " white"))
+
+    def test_no_story_of_the_recorded_run_opens_with_a_colour_so_each_reads_as_written(self):
+        """So story_ids reads every training and held-out story as tokenizer.encode does, and
+        the recorded run is what it was before stories opening with a colour were read after a
+        space."""
+        train, tests = recorded_seed_stories()
+        for s in train + [s for test in tests.values() for s in test]:
+            self.assertNotIn(re.match(r"[a-z]+", s.text).group(), COLOURS, s.text)
+        tokenizer = training_tokenizer()
+        text = "mia has a red ball. the ball is"
+        self.assertEqual(story_ids(tokenizer, text), tokenizer.encode(text))
 
     def test_the_earliest_colour_word_is_the_first_word_that_is_a_colour(self):
         self.assertEqual(earliest_colour("olga ate an orange. olga has a red kite. the kite is"),

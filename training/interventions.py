@@ -41,7 +41,7 @@ from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.model import answer_of, check_model, embed
-from training.stories import COLOURS, encode_question, question
+from training.stories import COLOURS, encode_question, question, story_ids
 
 PATCHED = ("q", "k", "v")
 RESTORES = 0.9          # the claim: the colour's value restores at least this share
@@ -205,6 +205,11 @@ def colour_position(tokens, colour):
     return tokens.index(" " + colour)
 
 
+def story_tokens(tokenizer, text):
+    """The tokens of a story as the model reads it (story_ids)."""
+    return [tokenizer.vocab[t] for t in story_ids(tokenizer, text)]
+
+
 def patching_evidence(model, test):
     """Every story of a held-out set patched against each colour swap colour_swapped makes: how
     many pairs, how many the model answers alike (refused), how many the colour's value restores
@@ -225,7 +230,7 @@ def patching_evidence(model, test):
                 found["refused"] += 1
                 continue
             found["pairs"] += 1
-            at = colour_position(model["tokenizer"].tokens(clean), s.colour)
+            at = colour_position(story_tokens(model["tokenizer"], clean), s.colour)
             value, key = result["positions"][at]["v"], result["positions"][at]["k"]
             found["value_restores"] += value >= RESTORES
             first = found["pairs"] == 1
@@ -255,7 +260,7 @@ def blocking_evidence(model, test):
              "ablated_gives_distractor": 0}
     for s in test:
         text = question(s)
-        at = colour_position(model["tokenizer"].tokens(text), s.colour) + 1
+        at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
         before, blocked = intervene(model, text, block=[at])
         _, ablated = intervene(model, text, ablate=at)
         found["colour"] += before["answer"] == " " + s.colour
@@ -290,7 +295,7 @@ def example_evidence(model, s):
     first colour and after ablating its value, and patching with its colour swapped and with both
     colours swapped."""
     text = question(s)
-    at = colour_position(model["tokenizer"].tokens(text), s.colour) + 1
+    at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
     before, blocked = intervene(model, text, block=[at])
     _, ablated = intervene(model, text, ablate=at)
     runs = {name: {key: run[key] for key in ("answer", "weights")}

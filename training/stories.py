@@ -223,7 +223,7 @@ def story_shape(rng):
 
 def fits(s):
     """Whether a story's question is at most MAX_TOKENS tokens of the training tokenizer."""
-    return len(training_tokenizer().encode(question(s))) <= MAX_TOKENS
+    return len(story_ids(training_tokenizer(), question(s))) <= MAX_TOKENS
 
 
 def training_story(rng, made_up):
@@ -266,7 +266,7 @@ def full_story(rng):
     while True:
         fillers = rng.randint(1, 14)
         s = story(rng, rng.randint(0, 14), fillers, distractor_at=rng.randint(0, fillers))
-        if MAX_TOKENS * 3 // 4 <= len(training_tokenizer().encode(question(s))) <= MAX_TOKENS:
+        if MAX_TOKENS * 3 // 4 <= len(story_ids(training_tokenizer(), question(s))) <= MAX_TOKENS:
             return s
 
 
@@ -417,11 +417,21 @@ def check_story(text):
                          f"one ending in {text[-20:]!r}")
 
 
+def story_ids(tokenizer, text):
+    """The ids the model reads of a story: its text, after a space when it opens with a colour
+    word. The colour is then the token it is in every colour sentence (" white"), the one the
+    model answers; as a text's first word ("white") it is a token no training story holds, whose
+    embedding stays zeros (model.init_params). No training story opens with a colour: each is
+    read as it is."""
+    first = re.match(r"[a-z]+", text)
+    return tokenizer.encode(" " + text if first and first.group() in COLOURS else text)
+
+
 def encode_question(tokenizer, text):
-    """The ids of a story that ends with its question ("… the ball is"). Raises as check_story,
-    and ValueError for a story of more than MAX_TOKENS tokens."""
+    """story_ids of a story that ends with its question ("… the ball is"). Raises as
+    check_story, and ValueError for a story of more than MAX_TOKENS tokens."""
     check_story(text)
-    ids = tokenizer.encode(text)
+    ids = story_ids(tokenizer, text)
     if len(ids) > MAX_TOKENS:
         raise ValueError(f"a story may have at most {MAX_TOKENS} tokens, got {len(ids)}")
     return ids
