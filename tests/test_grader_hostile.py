@@ -341,10 +341,12 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
         self.assertTrue(passed, "\n".join(lines))
 
     def test_the_whole_grading_has_a_limit_of_its_own(self):
+        """Which call the limit ends depends on the machine's load (on a busy one, the import may
+        take most of the second): the limit, not the call, is what is asserted."""
         lines, passed = self.graded["slow"]
         lines = logical(lines)
         self.assertFalse(passed)
-        self.assertIn("the grading was stopped after 1 s in all, during matmul", lines[-2])
+        self.assertIn("the grading was stopped after 1 s in all, during ", lines[-2])
         self.assertIn("so the last", lines[-1])
 
     def test_in_the_projects_folder_a_file_imports_its_own_module_but_none_of_the_projects(self):
