@@ -32,9 +32,19 @@ def number_text(x):
     return f"{shown} ({fraction})" if fraction is not None and fraction.denominator > 1 else shown
 
 
+def unread(value):
+    """N when value is "<list of N>", the runner's word for a list longer than an answer may hold
+    (runner.MAX_ITEMS), which it did not read; else None."""
+    if isinstance(value, str) and value.startswith("<list of ") and value[9:-1].isdigit():
+        return int(value[9:-1])
+    return None
+
+
 def came(value):
     """What came from the learner's process, in a few words: the runner writes what is not a plain
     list, dict, int or float as "<type ...>"."""
+    if unread(value) is not None:
+        return f"a list of {unread(value):,} items"
     if isinstance(value, str):
         name, _, number = value.strip("<>").partition(" ")
         if name == "NoneType":
@@ -69,6 +79,8 @@ def mismatch(got, want, what, blocked=None, blocked_value=None):
     >>> mismatch([[1.0, 0.25]], [[1.0, 0.5]], "weights")
     'weights row 1, column 2: expected 0.5 (1/2), got 0.25 (1/4)'
     """
+    if unread(got) is not None:
+        return f"{what}: an answer of {unread(got):,} rows for a {_shape(want)} matrix"
     if type(got) is not list or len(got) != len(want):
         return f"{what}: expected a list of {len(want)} rows, got {came(got)}"
     for i, (got_row, want_row) in enumerate(zip(got, want)):
@@ -82,8 +94,14 @@ def mismatch(got, want, what, blocked=None, blocked_value=None):
     return None
 
 
+def _shape(matrix):
+    return f"({len(matrix)}, {len(matrix[0]) if matrix else 0})"
+
+
 def row_mismatch(got, want, blocked=None):
     """mismatch for one row (masked_softmax's answer): a blocked entry must be exactly 0.0."""
+    if unread(got) is not None:
+        return f"an answer of {unread(got):,} numbers for a row of {len(want)}"
     if type(got) is not list or len(got) != len(want):
         return f"expected a list of {len(want)} numbers, got {came(got)}"
     return _entries_problem(got, want, lambda j: f"entry {j}", blocked, 0.0)

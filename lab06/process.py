@@ -326,8 +326,8 @@ class Learner:
         if not isinstance(raised, dict):
             raise Stopped(f"during {function}, the learner's process answered what the grader "
                           f"did not ask for")
-        error, kind, message, line = (_text(raised.get(key)) for key in
-                                      ("type", "kind", "message", "line"))
+        error, kind, message, line, file = (_text(raised.get(key)) for key in
+                                            ("type", "kind", "message", "line", "file"))
         where = f" (line {line})" if line else ""
         if kind == "NotImplementedError":
             failure = f"not implemented yet: {function}"
@@ -336,7 +336,7 @@ class Learner:
                 "importing a file must define its functions, not end the program"
                 if function == "it" else "a function must return or raise, not end the program"))
         elif kind == "SyntaxError":
-            failure = f"syntax error{where}: {message}"
+            failure = f"syntax error{' in ' + file if file else ''}{where}: {message}"
         elif kind == "BaseException":
             failure = (f"{function} raised {error}{where}, which is not an Exception"
                        f"{': ' + message if message else ''}")

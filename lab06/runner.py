@@ -18,7 +18,7 @@ or {"id": n, "call": name, "args": [...]}: marshal is quick to load and safe onl
 sender, which the grader is. Each is answered with one JSON line on standard output, which the
 grader reads from an untrusted process:
 {"id": n, "value": ..., "edited": [numbers of the arguments the call changed]}, or
-{"id": n, "raised": {"type", "kind", "message", "line"}}, or {"id": n, "missing": true}.
+{"id": n, "raised": {"type", "kind", "message", "line", "file"}}, or {"id": n, "missing": true}.
 
 The answers must be the file's own. The "import" request carries the (device, inode) pairs of the
 project's files and folders (process.py's project_inodes), and before the file is imported an audit
@@ -28,7 +28,8 @@ did, to what]}.
 
 A value travels as it is where it is plain: a list stays a list, a dict with string keys a dict,
 an int or a float (the types themselves) a number. Anything else, a bool, a tuple, a float
-subclass, None, becomes a string "<type ...>", so that the grader can name what came.
+subclass, None, becomes a string "<type ...>", so that the grader can name what came; so does a
+list beyond the MAX_ITEMS entries an answer may hold, "<list of N>", unread.
 
 Before the learner's code runs, the two channels move to descriptors of their own and 0, 1 and 2
 point at the null device, so what the code prints or reads never mixes with the answers; every
@@ -48,10 +49,12 @@ import time
 import types
 from builtins import (BaseException, Exception, NotImplementedError, SyntaxError, TypeError,
                       ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
-                      getattr, int, isinstance, list, next, open, str, type)
+                      getattr, int, isinstance, len, list, next, open, str, type)
 
 MEMORY_LIMIT = 2 ** 30    # bytes of address space: a runaway list ends in MemoryError
 DEPTH = 4                 # a value nested deeper than any answer asked for is not sent whole
+MAX_ITEMS = 2 ** 16       # rows and numbers read of one answer: a 64-position head's four
+                          # matrices hold 16,640, and reading millions would outlast a call
 KINDS = (NotImplementedError, ValueError, TypeError, SyntaxError, Exception)
 try:
     from _json import encode_basestring_ascii as QUOTE    # C code, whatever is patched later
@@ -60,20 +63,33 @@ except ImportError:                                      # a Python without the 
 FLOAT_TEXT = types.MappingProxyType({"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"})
 
 
-def plain(value, depth=0):
-    """value with every list, string-keyed dict, int and float kept, anything else a "<...>".
+def plain(value):
+    """value with every list, string-keyed dict, int and float kept, anything else a "<...>"; a
+    list longer than the entries left to read of MAX_ITEMS is "<list of N>", unread.
 
     >>> plain({"w": [[0.5, True], (1, 2)]})
     {'w': [[0.5, '<bool True>'], '<tuple>']}
+    >>> plain([[0.0, 0.0]] * 2_000_000)
+    '<list of 2000000>'
     """
-    kind = type(value)
-    if kind is float or (kind is int and abs(value) < 2 ** 1023):
-        return value
-    if depth < DEPTH and kind is list:
-        return [plain(item, depth + 1) for item in value]
-    if depth < DEPTH and kind is dict and all(type(key) is str for key in value):
-        return {key: plain(item, depth + 1) for key, item in value.items()}
-    return f"<{_describe(value)}>"
+    left = [MAX_ITEMS]        # shared by every level: the whole answer reads at most MAX_ITEMS
+
+    def kept(value, depth):
+        kind = type(value)
+        if kind is float or (kind is int and abs(value) < 2 ** 1023):
+            return value
+        if depth < DEPTH and kind is list:
+            if len(value) > left[0]:
+                return f"<list of {len(value)}>"
+            left[0] -= len(value)
+            return [kept(item, depth + 1) for item in value]
+        if depth < DEPTH and kind is dict and len(value) <= left[0] and all(
+                type(key) is str for key in value):
+            left[0] -= len(value)
+            return {key: kept(item, depth + 1) for key, item in value.items()}
+        return f"<{_describe(value)}>"
+
+    return kept(value, 0)
 
 
 def _describe(value):
@@ -113,7 +129,8 @@ def to_json(value):
 
 def raised(error, path):
     """What an exception says, for the grader: its type, the first of KINDS it is, its message
-    and the last line of the learner's file it passed through."""
+    and the last line of the learner's file it passed through; for a syntax error in another file
+    the learner's code imports, that file's name and line."""
     kind = next((k.__name__ for k in KINDS if isinstance(error, k)), "BaseException")
     try:
         message = (error.msg if isinstance(error, SyntaxError) else str(error))
@@ -121,14 +138,18 @@ def raised(error, path):
     except BaseException:         # a message that cannot be shown is not the grader's problem
         message = "(its message cannot be shown)"
     line = error.lineno if isinstance(error, SyntaxError) else None
+    # a syntax error in a module the file imports is that module's, at its own line
+    elsewhere = isinstance(error, SyntaxError) and error.filename != path
     trace = error.__traceback__
-    while trace is not None:
+    while trace is not None and not elsewhere:
         if trace.tb_frame.f_code.co_filename == path:
             line = trace.tb_lineno
         trace = trace.tb_next
     name = type(error).__name__
     return {"type": name if type(name) is str else "?", "kind": kind, "message": message,
-            "line": line if type(line) is int else None}
+            "line": line if type(line) is int else None,
+            "file": os.path.basename(error.filename)
+            if elsewhere and type(error.filename) is str else None}
 
 
 def load(path):

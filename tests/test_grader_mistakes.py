@@ -250,6 +250,12 @@ MUTANTS = {
     "an int for a row of the output": (
         [(OUTPUT, "output = [7] + matmul(weights, V)[1:]")],
         "baseline output = weights·V: output row 1: expected a list of 2 numbers, got 7"),
+    "an answer of 200,000 rows": (
+        [("def matmul(left, right):\n",
+          "def matmul(left, right):\n    if len(left) == 2 and len(right) == 3:\n"
+          "        return [[0.0, 0.0]] * 200_000\n")],
+        "matmul: a (2, 3)·(3, 2) product, then one drawn afresh: the product: an answer of "
+        "200,000 rows for a (2, 2) matrix"),
     "a softmax mask of another length accepted": (
         [("if not scores or len(scores) != len(allowed) or not any(allowed):",
           "if not scores or not any(allowed):")],
@@ -301,9 +307,15 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
         own["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
             LEARNER.replace('raise ValueError("the shapes do not fit")',
                             'raise ShapeError("the shapes do not fit")')), {})
+        own["a syntax error in a module of its own"] = ("from my_softmax import masked_softmax\n"
+                                                        + LEARNER, {})
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             paths = write_sources(tmp, own)
+            helper = os.path.join(os.path.dirname(paths["a syntax error in a module of its own"]),
+                                  "my_softmax.py")
+            with open(helper, "w", encoding="utf-8") as f:
+                f.write("import math\n\n\ndef masked_softmax(scores, allowed)\n    pass\n")
             cls.graded = {name: grade_lab06.grade(paths[name], seed=SEED) for name in own}
 
     def test_each_known_mistake_is_named_on_its_first_fail(self):
@@ -312,6 +324,12 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
             with self.subTest(mistake=name):
                 self.assertFalse(passed)
                 self.assertIn(MUTANTS[name][1], first_fail(lines), "\n".join(lines))
+
+    def test_a_syntax_error_in_a_module_the_file_imports_names_that_module_and_line(self):
+        lines, passed = self.graded["a syntax error in a module of its own"]
+        self.assertFalse(passed)
+        self.assertEqual(first_fail(lines), "FAIL  importing tiny_attention.py: syntax error in "
+                                            "my_softmax.py (line 4): expected ':'")
 
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
