@@ -13,14 +13,19 @@ from attention import matmul
 from lab06 import lab as lab06
 from lab06.compare import came, diagnose, dict_problem, like, mismatch, number_text, row_mismatch
 from lab06.head import attend, attention, masked_softmax
-from lab06.mistakes import (FINITE_FILL, HIGH_FILL, finite_stand_in, hinted, large_scores,
-                            masked_score_mistakes, no_shift, on_the_lab_head, output_mistakes,
-                            refused_shape, score_mistakes, shift_not_largest, shift_over_blocked,
-                            softmax_row_mistakes, weight_mistakes)
+from lab06.mistakes import (DIGITS_LOST, FINITE_FILL, HIGH_FILL, answer_mistakes,
+                            finite_stand_in, hinted, large_scores, masked_score_mistakes, no_shift,
+                            on_the_lab_head, output_mistakes, refused_shape, score_mistakes,
+                            shift_not_largest, shift_over_blocked, softmax_row_mistakes,
+                            weight_mistakes)
 
 ARGUMENTS = {"matmul": ("left", "right"), "masked_softmax": ("scores", "allowed"),
              "attention": ("Q", "K", "V", "allowed")}
 SOFTMAX_PROBE = ([0.0, math.log(2), math.log(2)], [True, True, False])   # check 7's row
+# arguments of a shape no check asks about: a function that answers them as it answered others
+# reads nothing it is given
+UNLIKE_ANY = {"matmul": ([[2.0]], [[3.0]]), "masked_softmax": ([5.0], [True]),
+              "attention": ([[1.0]], [[1.0]], [[5.0]], [[True]])}
 
 
 def _edit_problem(function, reply):
@@ -41,10 +46,24 @@ def _softmax_edits(learner):
     return None
 
 
+def _same_answer(learner, function, reply):
+    """The mistake when reply, a wrong answer, is the one function gave to its first arguments and
+    gives to UNLIKE_ANY's too: it answers whatever it is given (a result kept from its first call,
+    numbers written in)."""
+    first = next((kept for (name, _), kept in learner.kept.items()
+                  if name == function and kept.failure is None), reply)
+    if first is not reply and first.value == reply.value and \
+            learner.call(function, *UNLIKE_ANY[function]).value == reply.value:
+        return (f"{function} returns the same answer whatever it is given: compute each answer "
+                f"from the arguments of its own call")
+    return None
+
+
 def _product(learner, left, right, want):
     reply = learner.call("matmul", left, right)
-    return reply.failure or _edit_problem("matmul", reply) or mismatch(reply.value, want,
-                                                                        "the product")
+    problem = reply.failure or _edit_problem("matmul", reply)
+    wrong = not problem and mismatch(reply.value, want, "the product")
+    return problem or hinted(wrong, wrong and _same_answer(learner, "matmul", reply))
 
 
 def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=None,
@@ -61,9 +80,20 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
     got = reply.value[part]
     problem = mismatch(got, want, part, blocked, blocked_value)
     if problem:
-        mistake = (mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)) \
+        mistake = _same_answer(learner, "attention", reply) or _seen_in(reply.value, args) or (
+            mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)) \
             or _softmax_edits(learner)
         return hinted(problem, mistake)
+    return None
+
+
+def _seen_in(answer, args):
+    """The mistake of answer_mistakes that attention's whole answer on args shows (and ours does
+    not: on this head it gives other numbers), or None."""
+    for mistake, part, make in answer_mistakes(*args):
+        made = make()
+        if like(answer[part], made) and not like(attention(*args)[part], made):
+            return mistake
     return None
 
 
@@ -74,7 +104,8 @@ def _row(learner, scores, allowed, want, when_wrong=None):
     problem = reply.failure or _edit_problem("masked_softmax", reply) or row_mismatch(
         reply.value, want, [not ok for ok in allowed])
     if problem and not reply.failure:
-        mistake = diagnose([reply.value], [want], softmax_row_mistakes(scores, allowed))
+        mistake = _same_answer(learner, "masked_softmax", reply) or diagnose(
+            [reply.value], [want], softmax_row_mistakes(scores, allowed))
         return hinted(problem, mistake or (when_wrong and when_wrong(reply)))
     return hinted(problem, when_wrong and when_wrong(reply))
 
@@ -127,10 +158,13 @@ NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]],
 def _fill_probe(learner):
     """The weights near −1e10. A blocked score set to 0.0 and one set to a finite fill such as
     −1e9 give the same wrong weights here; scores near −1e8, where the fill still loses, tell
-    them apart."""
+    them apart. Weights within LIKENESS of ours, not within 1e-9, lost digits."""
     want = _want(NEAR_MINUS_1E10)
 
     def mistake(got):
+        if like(got, want["weights"]) and all(w == 0.0 for row, blocked in zip(got, want["blocked"])
+                                              for w, b in zip(row, blocked) if b):
+            return DIGITS_LOST        # near, not within 1e-9: digits lost, no mistake of the mask
         if not like(got, attend(*NEAR_MINUS_1E10, blocked_score=0.0)["weights"]):
             return diagnose(got, want["weights"], weight_mistakes(*NEAR_MINUS_1E10))
         near_1e8 = _want(NEAR_MINUS_1E8)
@@ -156,7 +190,7 @@ def _intermediates(args):
     want = _want(args)
 
     def masked_mistake(got):
-        return finite_stand_in(got, want["masked_scores"], allowed) or diagnose(
+        return finite_stand_in(got, want["scores"], allowed) or diagnose(
             got, want["masked_scores"], masked_score_mistakes(want["scores"], allowed))
 
     return [("scores", want["scores"], score_mistakes(q, k, v), None, None),

@@ -1,7 +1,8 @@
 """Lab 06's grader, the mistakes learners make: for each intermediate, (mistake, make) pairs whose
 make() gives the numbers that mistake gives on a head (q (T, d), k (S, d), v (S, d_v), allowed
-(T, S)), for diagnose (compare.py) to name; and the hints for what a call raised or what its
-exponentials did. A problem with its hint reads "<problem>; this looks like: <mistake>" (HINT).
+(T, S)), for diagnose (compare.py) to name, and those the whole answer shows (answer_mistakes);
+and the hints for what a call raised or what its exponentials did. A problem with its hint reads
+"<problem>; this looks like: <mistake>" (HINT).
 """
 
 import math
@@ -44,11 +45,30 @@ def score_mistakes(q, k, v):
     """(mistake, make) for the scores before the mask, of q (T, d), k (S, d) and v (S, d_v)."""
     product = matmul(q, transpose(k))
     return [(mistake, lambda by=by: [[s / by for s in row] for row in product])
-            for mistake, by in _scales(q, k, v)] + [
-        ("the scores are transposed: row i holds query i's scores, Q·Kᵀ and not K·Qᵀ",
-         lambda: transpose(attend(q, k, k, lab06.everything_allowed(q, k))["scores"]))]
+            for mistake, by in _scales(q, k, v)]
 
 
+def answer_mistakes(q, k, v, allowed):
+    """(mistake, part, make) for the mistakes the whole answer shows, named at whichever part
+    differs first (the weights of a file that transposed its scores, the scores of one that
+    scales after the softmax): the part of attention's answer that shows it, and make() its
+    numbers there."""
+    d = len(q[0])
+    scaled_up = [[x * math.sqrt(d) for x in row] for row in q]      # scores of Q·Kᵀ unscaled
+    return [
+        ("the scores are transposed: row i holds query i's scores, Q·Kᵀ and not K·Qᵀ", "scores",
+         lambda: [[s / math.sqrt(d) for s in row] for row in matmul(k, transpose(q))]),
+        (f"the scale is applied after the softmax: divide the scores by √{d} before it, not the "
+         f"weights", "weights",
+         lambda: [[w / math.sqrt(d) for w in row] for row in attend(scaled_up, k, v,
+                                                                     allowed)["weights"]]),
+    ]
+
+
+INVERTED = "the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j"
+DIGITS_LOST = ("the weights lose digits near −1e10: the difference of two numbers near 1e10 (a "
+               "score less a log-sum-exp, say) keeps only about 6 digits; subtract the largest "
+               "allowed score first, then divide each exp by their sum")
 ZERO_FILL = "blocked scores are set to 0.0 instead of −∞: exp(0) = 1 still gives them weight"
 FINITE_FILL = ("a blocked score stood in for by a finite number (such as −1e9), which wins once "
                "the allowed scores are lower still (right near −1e8, wrong near −1e10): use −∞")
@@ -65,8 +85,7 @@ def masked_score_mistakes(scores, allowed):
     return [
         (ZERO_FILL,
          lambda: masked(lambda i, j: allowed[i][j], 0.0)),
-        ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
-         lambda: masked(lambda i, j: not allowed[i][j])),
+        (INVERTED, lambda: masked(lambda i, j: not allowed[i][j])),
         ("the mask is read as allowed[j][i]: the row is the query, the column the source",
          lambda: masked(lambda i, j: square and allowed[j][i])),
         ("the mask is not applied: a blocked score must be −∞", lambda: scores),
@@ -77,8 +96,14 @@ def masked_score_mistakes(scores, allowed):
     ]
 
 
-def finite_stand_in(got, want, allowed):
-    """The mistake when got is want with every blocked score one finite number, else None."""
+def finite_stand_in(got, scores, allowed):
+    """The mistake when got is scores masked with every blocked score one finite number, else
+    None; both mistakes when it is so with the mask's polarity inverted (True read as blocked)."""
+    inverted = _stand_in(got, scores, [[not ok for ok in row] for row in allowed])
+    return _stand_in(got, scores, allowed) or (inverted and f"{INVERTED}; and {inverted}")
+
+
+def _stand_in(got, want, allowed):
     if type(got) is not list or len(got) != len(want) or any(
             type(row) is not list or len(row) != len(want_row)
             for row, want_row in zip(got, want)):
@@ -122,14 +147,11 @@ def weight_mistakes(q, k, v, allowed):
          lambda: weights(blocked_score=0.0)),
         ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
          "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
-        ("the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j",
-         lambda: weights(allowed=[[not ok for ok in row] for row in allowed])),
+        (INVERTED, lambda: weights(allowed=[[not ok for ok in row] for row in allowed])),
         ("the mask is read as allowed[j][i]: the row is the query, the column the source",
          lambda: weights(allowed=transpose(allowed))),
         ("the mask given is ignored for a causal mask of its own: use allowed as it comes",
          lambda: weights(allowed=causal_mask(len(q)))),
-        (f"the scale is applied after the softmax: divide the scores by √{d} before it, not the "
-         f"weights", lambda: [[w / math.sqrt(d) for w in row] for row in weights(scaled(d ** .5))]),
     ] + [(f"the softmax is not taken of the scores returned: {mistake}",   # they passed first
           lambda by=by: weights(scaled(math.sqrt(d) / by))) for mistake, by in _scales(q, k, v)]
 

@@ -300,7 +300,8 @@ in a few words), error and kind (the exception's type and the first of ValueErro
 
 class Learner:
     """The learner's functions, called in its process. The answer to a call with the same
-    arguments is kept, so the checks of one run share it."""
+    arguments is kept, under (function, its arguments as JSON), so the checks of one run share
+    it."""
 
     def __init__(self, process, name):
         self.process, self.name, self.kept = process, name, {}
@@ -310,7 +311,7 @@ class Learner:
         return self._reply("it", self.process.ask("import")).failure
 
     def call(self, function, *args, fresh=False):
-        key = json.dumps([function, args])
+        key = (function, json.dumps(args))
         if fresh or key not in self.kept:
             self.kept[key] = self._reply(function, self.process.ask(function, *args))
         return self.kept[key]

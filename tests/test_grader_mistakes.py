@@ -125,6 +125,14 @@ MUTANTS = {
         [(MASKED, "masked_scores = [[s if ok else -1e9 for s, ok in zip(row, oks)]"),
          (WEIGHTS, ALL_SOURCES)],
         "got -1000000000; this looks like: a blocked score stood in for by a finite number"),
+    # True read as blocked, as nn.MultiheadAttention reads it, and −1e9 for −∞: two at once
+    "polarity inverted, with −1e9 for a blocked score": (
+        [(MASKED, "masked_scores = [[-1e9 if ok else s for s, ok in zip(row, oks)]"),
+         (WEIGHTS, ALL_SOURCES)],
+        "baseline masked_scores: −∞ where blocked: masked_scores row 1, column 1: expected "
+        "0.6931471806, got -1000000000; this looks like: the mask's polarity is inverted: "
+        "allowed[i][j] True means query i MAY read source j; and a blocked score stood in for by "
+        "a finite number (-1000000000) instead of −∞"),
     "shift over the blocked scores too": (
         [(SHIFT, "top = max(scores)")],
         "masked_softmax: [0, ln 2, 1000] with the last blocked -> [1/3, 2/3, 0]: masked_softmax "
@@ -250,6 +258,32 @@ MUTANTS = {
     "an int for a row of the output": (
         [(OUTPUT, "output = [7] + matmul(weights, V)[1:]")],
         "baseline output = weights·V: output row 1: expected a list of 2 numbers, got 7"),
+    # a mistake the whole answer shows, named at the first FAIL whichever part shows it first
+    "K·Qᵀ, the scores transposed": (
+        [("matmul(Q, [list(c) for c in zip(*K)])", "matmul(K, [list(c) for c in zip(*Q)])")],
+        "weights when a blocked (future) score is 1000 above the allowed one: weights row 2, "
+        "column 1: expected 0, got 0.5 (1/2); this looks like: the scores are transposed"),
+    "the scale after the softmax, the scores returned unscaled": (
+        [(SCALED, "scores = [[s for s in row]"),
+         (WEIGHTS, "weights = [[w / math.sqrt(d) for w in masked_softmax(row, oks)] "
+                   "for row, oks in zip(masked_scores, allowed)]")],
+        "baseline scores = Q·Kᵀ/√2, before the mask: scores row 1, column 1: expected "
+        "0.6931471806, got 0.9802581435; this looks like: the scale is applied after the softmax"),
+    "the first answer kept for every call": (
+        [('"output": output}', '"output": output}\n\n\n_first = []\n_attention = attention\n\n\n'
+                               'def attention(Q, K, V, allowed):\n'
+                               '    _first.append(_attention(Q, K, V, allowed))\n'
+                               '    return _first[0]')],
+        "weights with allowed = [[T, F, T], [F, T, T], [T, T, F]]: weights row 1, column 1: "
+        "expected 0.5 (1/2), got 1; this looks like: attention returns the same answer whatever "
+        "it is given"),
+    "a log-sum-exp softmax, which loses digits near −1e10": (
+        [("total = sum(exps)\n    return [e / total for e in exps]",
+          "lse = top + math.log(sum(exps))\n"
+          "    return [math.exp(s - lse) if ok else 0.0 for s, ok in zip(scores, allowed)]")],
+        "weights when every score is near −1e10: a blocked source still gets none: weights row 2, "
+        "column 1: expected 0.5 (1/2), got 0.4999997606; this looks like: the weights lose digits "
+        "near −1e10: the difference of two numbers near 1e10"),
     "an answer of 200,000 rows": (
         [("def matmul(left, right):\n",
           "def matmul(left, right):\n    if len(left) == 2 and len(right) == 3:\n"
@@ -363,6 +397,8 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
         """Each check, handed answers of every shape (an int, a float, None, a bool, a string,
         rows that are ints, dicts, empty lists, NaN), says what is wrong and raises nothing."""
         class Shapes:
+            kept = {}           # no earlier answers: each shape is judged as it comes
+
             def __init__(self, shape):
                 self.shape = shape
 
