@@ -24,7 +24,10 @@
                                             the lab's submission.md (lab06/sheet.py, submission.py)
     python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
     python3 perturb_attention.py --grade tiny_attention.py       check it (lab06/grader.py), on
-                                            the lab's head or on --head FILE with the changes below
+                                            the lab's head or on --head FILE with the changes below;
+                                            --report gradescope|junit FILE writes it for a course's
+                                            autograder; exit 0 all pass, 1 a FAIL, 2 a command line
+                                            it cannot use, 3 a fault of the grader's own
     python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
         [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
         [--offset-scores I=c] [--scale-scores I=c] [--set-weights I=a,b,c]
@@ -51,12 +54,14 @@ import sys
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
     import argparse
     import os
+    import time
 
-    from common.cli import (NotANumber, check_outputs, check_stdout, decimal, guarded, integer,
-                            parse_trace_args, save_views, show, show_json,
+    from common.cli import (NotANumber, check_outputs, check_stdout, decimal, fail, guarded,
+                            integer, parse_trace_args, save_views, show, show_json,
                             trace_parser)
     from common.export import export_text
     from common.golden import rounded, to_json, write_or_check
+    from common.safe_io import write_atomic
     from common.views import MAX_TOKENS
     from lab06 import lab as lab06
     from lab06.lab import DIGITS, HEAD, position_labels
@@ -265,6 +270,12 @@ def _refuse_conflicts(parser, args):
         if own:
             parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
                          f"change: add --baseline for the head's own tables, or a change")
+    if args.report is not None and args.grade is None:
+        parser.error("--report goes with --grade: it writes a grading's report for a course's "
+                     "autograder")
+    if args.report is not None and args.report[0] not in REPORTS:
+        parser.error(f"--report takes {' or '.join(REPORTS)}, then a file name, got "
+                     f"{args.report[0]!r}")
     if args.seed is not None and args.grade is None:
         parser.error("--seed goes with --grade: it draws a grading's fresh cases again")
     own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
@@ -304,6 +315,9 @@ def main(argv=None):
     parser.add_argument("--grade", metavar="FILE",
                         help="check your own tiny_attention.py, one PASS or FAIL line per check; "
                              "with --head or changes of Q, K, V and the mask, on those")
+    parser.add_argument("--report", nargs=2, metavar=("FORMAT", "FILE"),
+                        help="with --grade: also write the report for a course's autograder, "
+                             "FORMAT gradescope (its results.json) or junit (JUnit XML)")
     parser.add_argument("--seed", metavar="N", type=_seed,
                         help="with --grade: draw the same fresh cases as the grading that named "
                              "this seed in its report")
@@ -347,6 +361,8 @@ def main(argv=None):
                      f"{', '.join(sorted({change.flag for change in args.changes}))}")
     _refuse_conflicts(parser, args)
     _refuse_beside_predict(parser, args)
+    if args.grade is not None:
+        return _grade(args)
     return guarded(lambda: _predict(args) if args.predict is not None else _run(args))
 
 
@@ -372,17 +388,9 @@ def _predict(args):
     return status
 
 
-def _run(args):
-    check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
-                   ("--export", args.export, None), ("--scaffold", args.scaffold, None)],
-                  [("--head", args.head), ("--grade", args.grade)])
-    if args.scaffold is not None or args.grade is not None:
-        check_stdout()      # both print what they did: a closed output is said before doing it
-    if args.scaffold is not None:
-        from lab06.scaffold import scaffold    # here: only these two flags need the grader
-        show(scaffold(args.scaffold) + "\n")
-        return 0
-    changes = args.changes or []
+def _head(args):
+    """The head the flags name: --head's (else the lab's), with --values' values, that fits the
+    views asked for."""
     head = lab06.read_head(args.head) if args.head is not None else HEAD
     if args.values is not None:
         try:
@@ -391,13 +399,61 @@ def _run(args):
             raise ValueError(f"--values: {e} (rows a,b/c,d/...: '/' between rows, ',' "
                              f"between numbers)") from None
     _check_views_fit(args, head)
-    if args.grade is not None:
-        from lab06 import grader as grade_lab06
-        own = args.head is not None or args.values is not None or changes
-        lines, passed = grade_lab06.grade(args.grade, head if own else None, changes,
-                                          seed=args.seed)
-        show("\n".join(lines) + "\n")
-        return 0 if passed else 1
+    return head
+
+
+REPORTS = ("gradescope", "junit")       # --report's formats, report.py's functions
+
+
+def _grade(args):
+    """--grade: the report printed and, with --report, written for a course's autograder. The
+    exit status a script can trust: 0 when every check passes, 1 when any fails (a file that
+    loops, exits or crashes among them), 2 for a command line the grader cannot use, 3 when the
+    grader itself failed, which says nothing of the file."""
+    from lab06 import grader, report          # here: only --grade needs the grader
+    out, head = args.report and args.report[1], None
+
+    def prepare():                             # all it cannot use, said before any grading
+        nonlocal head
+        check_outputs([("--report", out, None)], [("--head", args.head), ("--grade", args.grade)])
+        folder = os.path.dirname(os.path.abspath(out or "."))
+        if not os.path.isdir(folder):
+            raise ValueError(f"--report {out}: the folder {folder} does not exist")
+        check_stdout()
+        head = _head(args)
+        grader.check_gradable(args.grade)
+        return 0
+
+    status = guarded(prepare)
+    if status:
+        return 2 if status == 1 else status    # Ctrl-C keeps its 130
+    changes = args.changes or []
+    own = args.head is not None or args.values is not None or changes
+    started = time.monotonic()
+    try:
+        found = grader.grading(args.grade, head if own else None, changes, seed=args.seed)
+        lines, passed = report.report(found)
+        if out is not None:
+            write_atomic(out, getattr(report, args.report[0])(found, time.monotonic() - started))
+    except Exception as e:                     # no verdict: neither 0 nor 1
+        fail(f"the grader failed, which says nothing of {args.grade}: {type(e).__name__}: {e}")
+        return 3
+    if guarded(lambda: show("\n".join(lines) + "\n")):
+        return 3                               # the verdict stands, but no one read it
+    return 0 if passed else 1
+
+
+def _run(args):
+    check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
+                   ("--export", args.export, None), ("--scaffold", args.scaffold, None)],
+                  [("--head", args.head)])
+    if args.scaffold is not None:
+        check_stdout()      # it prints what it did: a closed output is said before doing it
+        from lab06.scaffold import scaffold    # here: only --scaffold needs the scaffold
+        show(scaffold(args.scaffold) + "\n")
+        return 0
+    changes = args.changes or []
+    head = _head(args)
     if head is HEAD and not changes and not (args.baseline or args.json or args.all or args.write
                                              or args.check):
         drawn = [flag for flag in ("--svg", "--export") if getattr(args, flag[2:]) is not None]

@@ -1,7 +1,14 @@
-"""Lab 06's grader, the report: a PASS or FAIL line a check, each hint at its first FAIL only, a
-last line that counts them, and the verdict. Every line is printable (what the learner's code
-wrote cannot move the cursor or paint a PASS over its FAIL) and at most LINE_WIDTH characters.
+"""Lab 06's grader, the report of a Grading: a PASS or FAIL line a check, each hint at its first
+FAIL only, a last line that counts them, and the verdict (report); and the same checks in the
+formats course autograders read, one test a check (gradescope: Gradescope's results.json; junit:
+JUnit XML, which CodeGrade, GitHub Classroom and most CI read). Every line is printable (what the
+learner's code wrote cannot move the cursor or paint a PASS over its FAIL) and in the text at
+most LINE_WIDTH characters. What it leaves out: points of unequal weight (each check is 1).
 """
+
+import collections
+import json
+from xml.etree import ElementTree
 
 from lab06.mistakes import HINT
 
@@ -39,33 +46,103 @@ def printable(line):
                    for c in line)
 
 
-def report(results, count, stopped=None, warden_stopped=False, subreaper=True, seed=None):
-    """(lines, verdict) for results, [(what was checked, None or what is wrong)] in the order they
-    ran, of count checks: stopped says why the rest did not run, seed draws the same cases again
-    (None for a head of the learner's own). The verdict: all count passed, the warden left alone."""
-    lines, hints = [], set()
-    for what, problem in results:
-        if problem is None:
-            lines.append(f"PASS  {what}")
-            continue
-        problem, _, hint = problem.partition(HINT)
-        if hint:                  # each hint once, at its first FAIL
-            problem += "; the mistake named above" if hint in hints else HINT + hint
-            hints.add(hint)
-        lines.append(f"FAIL  {what}: {problem}")
-    if warden_stopped:
-        lines.append("FAIL  the grading: the file stopped its warden, the process that ends what "
-                     "it starts, and the grader killed what was left: leave the grader's "
-                     "processes alone")
-        stopped = stopped or "the file stopped its warden, so none counts"
-    if not subreaper:
-        lines.append("note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file "
-                     "started in a session of its own may outlive the grading")
-    passed = sum(problem is None for _, problem in results)
+Grading = collections.namedtuple("Grading", "names results stopped warden_stopped subreaper seed")
+Grading.__doc__ = """What one grading found: names, every check's in the order they run; results,
+[(what was checked, None or what is wrong)] in the order they ran (the import first, when it
+failed); stopped, why the rest did not run, or None; warden_stopped, True when the file stopped
+its warden (then none counts); subreaper, False when a process the file started in a session of
+its own may outlive the grading; seed, what draws the same cases again (None: none drawn)."""
+
+WARDEN = ("the file stopped its warden, the process that ends what it starts, and the grader "
+          "killed what was left: leave the grader's processes alone")
+DRAWN = "drawn afresh"      # a check that takes cases drawn from the seed says so in its name
+
+
+def _said(grading):
+    """[(what, problem)] as the report says them: each hint at its first FAIL, "the mistake named
+    above" after it; the grading's own FAIL last when the file stopped its warden."""
+    said, hints = [], set()
+    for what, problem in grading.results:
+        if problem is not None:
+            problem, _, hint = problem.partition(HINT)
+            if hint:                  # each hint once, at its first FAIL
+                problem += "; the mistake named above" if hint in hints else HINT + hint
+                hints.add(hint)
+            problem = printable(problem)
+        said.append((what, problem))
+    return said + [("the grading", WARDEN)] * grading.warden_stopped
+
+
+def _passed(grading):
+    return sum(problem is None for _, problem in grading.results)
+
+
+def _summary(grading):
+    """The report's last lines, unwrapped: a note when what the file started may outlive the
+    grading, and the count of the checks that pass."""
+    passed, count = _passed(grading), len(grading.names)
+    notes = [] if grading.subreaper else [
+        "note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file started in "
+        "a session of its own may outlive the grading"]
     summary = f"{passed} of {count} checks pass"
-    verdict = passed == count and not warden_stopped
-    if not verdict:
+    if passed != count or grading.warden_stopped:
+        stopped = grading.stopped or (grading.warden_stopped
+                                      and "the file stopped its warden, so none counts")
         summary += f"; {stopped}" if stopped else ""
         summary += ": fix the first FAIL and grade again"
-        summary += "" if seed is None else f" (--seed {seed} draws the same cases again)"
-    return [part for line in lines + [summary] for part in wrapped(printable(line))], verdict
+        summary += "" if grading.seed is None else \
+            f" (--seed {grading.seed} draws the same cases again)"
+    return notes + [summary]
+
+
+def report(grading):
+    """(lines, verdict): a PASS or FAIL line a check, as they ran, wrapped at LINE_WIDTH, and the
+    summary. The verdict: every check passed, and the warden was left alone."""
+    lines = [f"PASS  {what}" if problem is None else f"FAIL  {what}: {problem}"
+             for what, problem in _said(grading)] + _summary(grading)
+    verdict = _passed(grading) == len(grading.names) and not grading.warden_stopped
+    return [part for line in lines for part in wrapped(printable(line))], verdict
+
+
+def course_tests(grading):
+    """[(name, problem)] one a check, in the order they run: what the report's line says of each
+    that ran (problem None when it passed), and of each that did not, that it did not and where
+    the grading stopped. When the file stopped its warden, none passes."""
+    said = dict(_said(grading))
+    last = (f"did not run: the grading stopped at {grading.results[-1][0]}: "
+            f"{said[grading.results[-1][0]]}" if grading.stopped else None)
+    tests = [(name, said[name] if name in said else last) for name in grading.names]
+    if grading.warden_stopped:
+        tests = [(name, problem or WARDEN) for name, problem in tests]
+    return [(printable(name), problem) for name, problem in tests]
+
+
+def gradescope(grading, seconds):
+    """Gradescope's results.json for grading, which took seconds: one test a check, 1 point each,
+    those drawn afresh visible only after the due date (a course may hide them), the summary as
+    the output; the score is the count of those that passed."""
+    tests = course_tests(grading)
+    return json.dumps({
+        "score": sum(problem is None for _, problem in tests), "execution_time": round(seconds, 1),
+        "output": "\n".join(_summary(grading)),
+        "tests": [{"name": name, "score": int(problem is None), "max_score": 1,
+                   "status": "passed" if problem is None else "failed", "output": problem or "",
+                   "visibility": "after_due_date" if DRAWN in name else "visible"}
+                  for name, problem in tests]}, indent=2, ensure_ascii=False) + "\n"
+
+
+def junit(grading, seconds):
+    """JUnit XML for grading, which took seconds: a testsuite of one testcase a check, each that
+    failed with its FAIL text as its <failure message=...>, the summary as its system-out."""
+    tests = course_tests(grading)
+    suite = ElementTree.Element("testsuite", name="lab06", tests=str(len(tests)), failures=str(
+        sum(problem is not None for _, problem in tests)), errors="0", time=f"{seconds:.3f}")
+    for name, problem in tests:
+        case = ElementTree.SubElement(suite, "testcase", classname="lab06", name=name)
+        if problem is not None:
+            failure = ElementTree.SubElement(case, "failure", message=problem)
+            failure.text = f"FAIL  {name}: {problem}"
+    ElementTree.SubElement(suite, "system-out").text = "\n".join(_summary(grading))
+    ElementTree.indent(suite)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ElementTree.tostring(suite, encoding="unicode") + "\n")

@@ -1,7 +1,7 @@
 """Lab 06's scaffold and grader from the command line: the scaffold lists the checks and never
 writes over a file, a careful learner's file passes every check and exits 0, names that would
 shadow a standard-library module are refused, the seed and the limits are the README's, and what
-the grader cannot use is one line.
+the grader cannot use is one line and exit status 2, a fault of its own 3.
 """
 
 import atexit
@@ -15,6 +15,7 @@ import tempfile
 import textwrap
 import unittest
 from unittest import mock
+from xml.etree import ElementTree
 
 from common.views import TOLERANCE
 from lab06 import grader as grade_lab06
@@ -44,6 +45,7 @@ def start_with_a_descriptor_closed():
 
 
 DESCRIPTOR_CLOSED = start_with_a_descriptor_closed()
+
 
 
 class Commands(MessageAssertions, unittest.TestCase):
@@ -111,7 +113,7 @@ class Commands(MessageAssertions, unittest.TestCase):
             lines, passed = grade_lab06.grade(path)
         self.assertTrue(passed, "\n".join(lines))
 
-    def test_the_untouched_scaffold_fails_each_check_it_lists(self):
+    def test_the_untouched_scaffold_fails_each_check_it_lists_and_scores_0(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tiny_attention.py")
             self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
@@ -124,14 +126,42 @@ class Commands(MessageAssertions, unittest.TestCase):
                     listed.append(line.split(". ", 1)[1])
                 elif line.startswith(" " * 8) and listed:
                     listed[-1] += " " + line.strip()
-            done = run_script("perturb_attention.py", "--grade", path)
+            out = os.path.join(tmp, "report.xml")
+            done = run_script("perturb_attention.py", "--grade", path, "--report", "junit", out)
+            suite = ElementTree.parse(out).getroot()
         self.assertEqual((done.returncode, done.stderr), (1, ""))
+        self.assertEqual((suite.get("tests"), suite.get("failures")), (str(len(listed)),) * 2)
         lines = logical(done.stdout.splitlines())
         self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
                          listed)
         self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
                                     rf"grade again \(--seed \d+ draws the same cases again\)$")
         self.assertEqual(len(listed), len(lab_checks()))
+
+    def test_a_command_line_the_grader_cannot_use_exits_2_and_a_fault_of_its_own_3(self):
+        """2 before any grading, and no report; 3 when the grader fails, which is no verdict."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tiny_attention.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(LEARNER)
+            out = os.path.join(tmp, "results.json")
+            for args, fragment in (
+                    ((path, "--report", "junit", os.path.join(tmp, "gone", "r.xml")),
+                     "does not exist"),
+                    ((path, "--report", "junit", path), "is also --grade"),
+                    ((path, "--report", "xml", out), "--report takes gradescope or junit"),
+                    ((os.path.join(tmp, "gone.py"), "--report", "junit", out), "no such file")):
+                with self.subTest(args=args):
+                    done = run_script("perturb_attention.py", "--grade", *args)
+                    self.assertOneLineError(done, fragment)
+                    self.assertEqual(done.returncode, 2)
+            with mock.patch.object(grade_lab06, "grading", side_effect=KeyError("scores")):
+                done = run_script("perturb_attention.py", "--grade", path, "--report", "junit",
+                                  out)
+            self.assertOneLineError(done, f"the grader failed, which says nothing of {path}: "
+                                          f"KeyError: 'scores'")
+            self.assertEqual(done.returncode, 3)
+            self.assertEqual(os.listdir(tmp), ["tiny_attention.py"])
 
     def test_the_scaffold_never_overwrites_a_file(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -9,6 +9,7 @@ several at a time, with a short limit where a loop must be stopped.
 import atexit
 import concurrent.futures
 import dis
+import json
 import os
 import select
 import shutil
@@ -18,12 +19,14 @@ import textwrap
 import time
 import unittest
 from unittest import mock
+from xml.etree import ElementTree
 
 from common import safe_io
 from lab06 import grader as grade_lab06
 from lab06 import runner as grade_lab06_runner
 from lab06.grading_checks import lab_checks
 from lab06.process import Learner, LearnerProcess, project_inodes
+from lab06.report import gradescope, junit, report
 from tests.helpers import HERE, MessageAssertions, folder_copy
 from tests.learner_files import (LEARNER, EveryReport, first_fail, logical,
                                   write_sources)
@@ -169,11 +172,11 @@ LOOPS = {"a loop in C at import", "a matmul that swallows its IndexError in a lo
 def start_grading(sources):
     """Start grading each file of {name: (source, limits)} in a process of its own, several at a
     time on threads (most of a grading is waiting for the other process). Returns
-    {name: future of (lines, passed)}; the files are removed when the tests end."""
+    {name: future of its Grading}; the files are removed when the tests end."""
     folder = tempfile.mkdtemp()
     paths = write_sources(folder, sources)
     pool = concurrent.futures.ThreadPoolExecutor(6)
-    futures = {name: pool.submit(grade_lab06.grade, paths[name], **sources[name][1])
+    futures = {name: pool.submit(grade_lab06.grading, paths[name], **sources[name][1])
                for name in sources}
     pool.shutdown(wait=False)
     atexit.register(shutil.rmtree, folder, True)
@@ -323,7 +326,8 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
     def setUpClass(cls):
         """Every hostile file graded once, in a process of its own (ATTACKS, started when this
         module was imported)."""
-        cls.graded = {name: future.result() for name, future in ATTACKS.items()}
+        cls.gradings = {name: future.result() for name, future in ATTACKS.items()}
+        cls.graded = {name: report(found) for name, found in cls.gradings.items()}
 
     def test_no_hostile_file_passes_hangs_the_grader_or_leaves_a_traceback(self):
         for name in HOSTILE:
@@ -339,6 +343,16 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
     def test_a_file_that_imports_more_of_the_standard_library_passes(self):
         lines, passed = self.graded["the standard library at large"]
         self.assertTrue(passed, "\n".join(lines))
+
+    def test_a_file_that_never_finishes_its_import_scores_0_in_the_course_reports(self):
+        found = self.gradings["a loop in C at import"]
+        results = json.loads(gradescope(found, 1))
+        self.assertEqual(results["score"], 0)
+        self.assertEqual({test["output"] for test in results["tests"]},
+                         {f"did not run: the grading stopped at importing tiny_attention.py: the "
+                          f"import was stopped after {SHORT:g} s: does a loop never end?"})
+        suite = ElementTree.fromstring(junit(found, 1))
+        self.assertEqual(suite.get("failures"), suite.get("tests"))
 
     def test_the_whole_grading_has_a_limit_of_its_own(self):
         """Which call the limit ends depends on the machine's load (on a busy one, the import may
@@ -402,6 +416,8 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
         self.assertFalse(passed)
         self.assertTrue(logical(lines)[-1].startswith(
             f"{count} of {count} checks pass; the file stopped its warden, so none counts"))
+        results = json.loads(gradescope(self.gradings["a warden stopped, and a sleeper left"], 1))
+        self.assertEqual(results["score"], 0)       # none counts, in the course's report too
         with open(SLEEPER, encoding="utf-8") as f:
             sleeper = f"/proc/{int(f.read())}"
         for _ in range(100):      # a bound, not a timing: the grader has killed and reaped it
@@ -429,7 +445,7 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
                     os._exit(0)
                 os.read(ready, 1)
             ''')
-            lines, passed = start_grading({"child": (source, {})})["child"].result()
+            lines, passed = report(start_grading({"child": (source, {})})["child"].result())
             self.assertTrue(passed, "\n".join(lines))
             self.assertEqual(os.read(reader, 1), b"x")
             # Every writer gone means the end of the FIFO: the child was killed with the group.

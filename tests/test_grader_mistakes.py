@@ -1,6 +1,7 @@
 """Lab 06's grader on the mistakes learners make: each of MUTANTS changes LEARNER in one place,
-and its first FAIL names the mistake; every shape of answer gets a FAIL that says what came; a
-file that answers from a table of the grader's inputs fails the cases drawn afresh.
+and its first FAIL names the mistake; the course's reports fail exactly the text's FAIL lines;
+every shape of answer gets a FAIL that says what came; a file that answers from a table of the
+grader's inputs fails the cases drawn afresh.
 
 The mutants attack nothing, so they are graded in this process (InProcess), by the same runner's
 functions.
@@ -14,12 +15,14 @@ import tempfile
 import textwrap
 import unittest
 from unittest import mock
+from xml.etree import ElementTree
 
 from lab06 import grader as grade_lab06
 from lab06 import runner as grade_lab06_runner
 from lab06.compare import dict_problem, mismatch
 from lab06.grading_checks import lab_checks
 from lab06.process import Reply
+from lab06.report import gradescope, junit, report
 from tests.helpers import MessageAssertions
 from tests.learner_files import (LEARNER, EveryReport, first_fail, grade_source, logical,
                                   write_sources)
@@ -350,7 +353,8 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
                                   "my_softmax.py")
             with open(helper, "w", encoding="utf-8") as f:
                 f.write("import math\n\n\ndef masked_softmax(scores, allowed)\n    pass\n")
-            cls.graded = {name: grade_lab06.grade(paths[name], seed=SEED) for name in own}
+            cls.gradings = {name: grade_lab06.grading(paths[name], seed=SEED) for name in own}
+        cls.graded = {name: report(found) for name, found in cls.gradings.items()}
 
     def test_each_known_mistake_is_named_on_its_first_fail(self):
         for name in MUTANTS:
@@ -364,6 +368,39 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
         self.assertFalse(passed)
         self.assertEqual(first_fail(lines), "FAIL  importing tiny_attention.py: syntax error in "
                                             "my_softmax.py (line 4): expected ':'")
+
+    def test_the_course_reports_fail_exactly_the_text_reports_fail_lines(self):
+        """Gradescope's failed tests and JUnit's failures are the text report's FAIL lines, in
+        order (so the first names the mistake), one test a check; the score counts those that
+        passed: every check for a careful file."""
+        count = len(lab_checks())
+        for name in [*MUTANTS, "a ValueError subclass"]:
+            lines, passed = self.graded[name]
+            fails = [line for line in logical(lines) if line.startswith("FAIL")]
+            results = json.loads(gradescope(self.gradings[name], 1.5))
+            suite = ElementTree.fromstring(junit(self.gradings[name], 1.5))
+            with self.subTest(file=name):
+                self.assertEqual([f"FAIL  {test['name']}: {test['output']}"
+                                  for test in results["tests"] if test["status"] == "failed"],
+                                 fails)
+                self.assertEqual([f"FAIL  {case.get('name')}: {case.find('failure').get('message')}"
+                                  for case in suite.iter("testcase")
+                                  if case.find("failure") is not None], fails)
+                self.assertEqual((len(results["tests"]), suite.get("tests"), suite.get("failures")),
+                                 (count, str(count), str(len(fails))))
+                self.assertEqual(results["score"], count - len(fails))
+                self.assertEqual(results["score"] == count, passed)
+        drawn = [test["name"] for test in results["tests"]
+                 if test["visibility"] == "after_due_date"]
+        self.assertEqual(len(drawn), 3)
+        self.assertTrue(all("drawn afresh" in name for name in drawn), drawn)
+
+    def test_a_file_that_cannot_be_imported_scores_0_each_test_saying_why(self):
+        results = json.loads(gradescope(self.gradings["a syntax error in a module of its own"], 1))
+        self.assertEqual(results["score"], 0)
+        self.assertEqual({test["output"] for test in results["tests"]},
+                         {"did not run: the grading stopped at importing tiny_attention.py: syntax "
+                          "error in my_softmax.py (line 4): expected ':'"})
 
     def test_a_valueerror_subclass_is_a_valueerror(self):
         lines, passed = self.graded["a ValueError subclass"]
