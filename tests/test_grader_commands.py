@@ -1,13 +1,16 @@
 """Lab 06's scaffold and grader from the command line: the scaffold lists the checks and never
 writes over a file, a careful learner's file passes every check and exits 0, names that would
-shadow a standard-library module are refused, the seed and the limits are the README's, and what
-the grader cannot use is one line and exit status 2, a fault of its own 3.
+shadow a standard-library module are refused, the seed and the limits are the README's, what
+the grader cannot use is one line and exit status 2, a fault of its own 3, and the README's
+Gradescope recipe gives a careful file every point.
 """
 
 import atexit
 import concurrent.futures
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,6 +49,41 @@ def start_with_a_descriptor_closed():
 
 DESCRIPTOR_CLOSED = start_with_a_descriptor_closed()
 
+
+def run_the_gradescope_recipe():
+    """lab06/README.md's run_autograder, run by sh on a thread in a folder laid out as Gradescope
+    lays out /autograder (source/: the lab's folder; submission/: a careful learner's
+    tiny_attention.py; results/), its paths rewritten to that folder and python3 to this Python.
+    Returns the future of (the CompletedProcess, results/results.json's text or None); the folder
+    is removed when the tests end."""
+    with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
+        script = f.read().split("```sh\n#!/bin/sh\n", 1)[1].split("```", 1)[0]
+    root = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, root, True)
+    os.symlink(HERE, os.path.join(root, "source"))
+    for folder in ("submission", "results"):
+        os.mkdir(os.path.join(root, folder))
+    with open(os.path.join(root, "submission", "tiny_attention.py"), "w", encoding="utf-8") as f:
+        f.write(LEARNER)
+    script = script.replace("/autograder", root).replace("python3 ", shlex.quote(sys.executable)
+                                                         + " ")
+    results = os.path.join(root, "results", "results.json")
+
+    def run():
+        done = subprocess.run(["sh", "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+        if not os.path.exists(results):
+            return done, None
+        with open(results, encoding="utf-8") as f:
+            return done, f.read()
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(run)
+    pool.shutdown(wait=False)
+    return future
+
+
+GRADESCOPE_RECIPE = run_the_gradescope_recipe() if shutil.which("sh") else None
 
 
 class Commands(MessageAssertions, unittest.TestCase):
@@ -137,6 +175,17 @@ class Commands(MessageAssertions, unittest.TestCase):
         self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
                                     rf"grade again \(--seed \d+ draws the same cases again\)$")
         self.assertEqual(len(listed), len(lab_checks()))
+
+    @unittest.skipUnless(GRADESCOPE_RECIPE, "needs sh")
+    def test_the_readmes_gradescope_recipe_gives_a_careful_file_every_point(self):
+        done, text = GRADESCOPE_RECIPE.result()
+        self.assertEqual((done.returncode, done.stderr), (0, ""))
+        self.assertIsNotNone(text, "the recipe wrote no results/results.json")
+        results, count = json.loads(text), len(lab_checks())
+        self.assertEqual(results["score"], count)
+        self.assertEqual([(test["status"], test["score"], test["max_score"])
+                          for test in results["tests"]], [("passed", 1, 1)] * count)
+        self.assertTrue(done.stdout.endswith(f"\n{count} of {count} checks pass\n"))
 
     def test_a_command_line_the_grader_cannot_use_exits_2_and_a_fault_of_its_own_3(self):
         """2 before any grading, and no report; 3 when the grader fails, which is no verdict."""
