@@ -9,19 +9,26 @@ For an input x of T rows (one per position) and d_model columns:
     out     = mixed·Wo                               (T, d_model)
 
 attention_backward walks them in reverse. Every sum is math.fsum, correctly rounded. Each public
-function checks its arguments at its first line (common/checks.py); inside `with
-checks.forward_door(...)` the layer's own calls of the helpers are not checked again. Left out:
-batches (a loop over sequences), bias, dropout, normalization, residuals. Standard library only.
+function checks what it is handed (common/checks.py) and calls its private twin, which holds the
+mathematics (matmul calls _matmul); the layer checks its input once, at its first line, and then
+computes with the private twins. A sum past float range is seen in what comes out, and named by
+its product. Left out: batches (a loop over sequences), bias, dropout, normalization, residuals.
+Standard library only.
 """
 
 import math
 import random
 from math import fsum
 from operator import mul
+from types import SimpleNamespace
 
 from common import checks
 
 MASK_MODES = ("causal", "none", "zero")
+# what attention_backward's refusal of an edited cache ends with: Lab 06's head takes edited ones
+EDITED_CACHE_ADVICE = ("To see what an edited q, k, v or mask does, hand the edited matrices to "
+                       "lab06's attend(q, k, v, allowed), and its attend_backward gives their "
+                       "gradients")
 
 
 # ---- list-of-lists helpers ---------------------------------------------------------------------
@@ -42,16 +49,33 @@ def shape(t):
     return tuple(sizes + [0] * isinstance(t, list))
 
 
+def _matmul(a, b):
+    """matmul without its checks: (n, m)·(m, p) -> (n, p), one fsum per output cell. A sum past
+    float range raises ValueError naming both shapes."""
+    b_cols = list(zip(*b))
+    try:
+        product = [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
+        if checks.finite(product):
+            return product
+    except (OverflowError, ValueError):     # fsum's words for a sum past float range, inf − inf
+        pass
+    raise checks.matmul_overflow(a, b)      # it came out ±inf, or fsum refused it
+
+
 def matmul(a, b):
     """(n, m)·(m, p) -> (n, p), one fsum per output cell. Raises ValueError naming both shapes
-    when the inner sizes differ.
+    when the inner sizes differ or a sum passes float range.
 
     >>> matmul([[1, 2], [3, 4]], [[5], [6]])
     [[17.0], [39.0]]
     """
-    checks.at_the_door(checks.check_matmul, a, b)
-    b_cols = list(zip(*b))
-    return [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
+    checks.check_matmul(a, b)
+    return _matmul(a, b)
+
+
+def _transpose(a):
+    """transpose without its checks."""
+    return [list(col) for col in zip(*a)]
 
 
 def transpose(a):
@@ -60,8 +84,16 @@ def transpose(a):
     >>> transpose([[1, 2, 3]])
     [[1], [2], [3]]
     """
-    checks.at_the_door(checks.check_transpose, a)
-    return [list(col) for col in zip(*a)]
+    checks.check_transpose(a)
+    return _transpose(a)
+
+
+def _add(*matrices):
+    """add without its checks. A sum past float range raises ValueError."""
+    try:
+        return [[fsum(entries) for entries in zip(*rows)] for rows in zip(*matrices)]
+    except OverflowError:                   # fsum's words for a sum past float range
+        raise checks.add_overflow(matrices) from None
 
 
 def add(*matrices):
@@ -70,8 +102,8 @@ def add(*matrices):
     >>> add([[1, 2]], [[10, 20]], [[100, 200]])
     [[111.0, 222.0]]
     """
-    checks.at_the_door(checks.check_add, matrices)
-    return [[fsum(entries) for entries in zip(*rows)] for rows in zip(*matrices)]
+    checks.check_add(matrices)
+    return _add(*matrices)
 
 
 def init_attention(d_model, d_head, seed):
@@ -90,6 +122,14 @@ def init_attention(d_model, d_head, seed):
 
 # ---- softmax and the mask -----------------------------------------------------------------------
 
+def _softmax_row(row):
+    """softmax_row without its checks."""
+    top = max(row)
+    exps = [math.exp(s - top) for s in row]
+    total = fsum(exps)
+    return [e / total for e in exps]
+
+
 def softmax_row(row):
     """Softmax of one row of scores: the largest score is subtracted before exp, so a score of 1e6
     does not overflow, and an entry of −∞ becomes exactly 0.0 (exp(−∞) = 0).
@@ -97,11 +137,8 @@ def softmax_row(row):
     >>> softmax_row([0.0, 0.0, -math.inf])
     [0.5, 0.5, 0.0]
     """
-    checks.at_the_door(checks.check_scores_row, row)
-    top = max(row)
-    exps = [math.exp(s - top) for s in row]
-    total = fsum(exps)
-    return [e / total for e in exps]
+    checks.check_scores_row(row)
+    return _softmax_row(row)
 
 
 def causal_mask(T):
@@ -115,39 +152,45 @@ def causal_mask(T):
     return [[j <= i for j in range(T)] for i in range(T)]
 
 
+# The private twins, for callers whose own doors checked what they compute on (core/masked.py,
+# the KV cache): the same functions the layer calls below
+unchecked = SimpleNamespace(matmul=_matmul, transpose=_transpose, softmax_row=_softmax_row)
+
+
 # ---- the forward pass ---------------------------------------------------------------------------
 
+@checks.named_by_the_first_product
 def attention_forward(params, x, mask="causal"):
     """Run the layer on x (T, d_model). Returns every intermediate under its own name: q, k, v
     (T, d_head); raw_scores (T, T) before the mask; scores (T, T) as masked, −∞ where excluded;
     weights (T, T); mixed (T, d_head); out (T, d_model); scale; the mode as "mask"; and "seal",
-    copies that attention_backward checks the cache against (not for reading).
+    fingerprints that attention_backward checks the cache against (not for reading).
 
     mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the
     common bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises
-    ValueError for an unknown mode, an empty sequence, rows of the wrong width, non-finite numbers
-    or misfitting params; TypeError for a value of the wrong kind.
+    ValueError for an unknown mode, an empty sequence, rows of the wrong width, non-finite numbers,
+    misfitting params or a result past float range; TypeError for a value of the wrong kind.
     """
-    with checks.forward_door(params, x, mask, MASK_MODES):
-        Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-        q, k, v = matmul(x, Wq), matmul(x, Wk), matmul(x, Wv)
-        d_head = len(Wq[0])
-        scale = 1 / math.sqrt(d_head)
-        raw_scores = [[s * scale for s in row] for row in matmul(q, transpose(k))]
-        if mask == "causal":        # position i reads 0…i: a later column j > i gets −∞
-            scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
-                      for i, row in enumerate(raw_scores)]
-        elif mask == "zero":        # the bug: exp(0.0 − max) is not 0, so the future gets weight
-            scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
-                      for i, row in enumerate(raw_scores)]
-        else:                       # "none": nothing is masked, the future leaks
-            scores = raw_scores
-        weights = [softmax_row(row) for row in scores]
-        mixed = matmul(weights, v)
-        out = matmul(mixed, Wo)
-        return checks.sealed({"q": q, "k": k, "v": v, "scale": scale, "raw_scores": raw_scores,
-                              "scores": scores, "weights": weights, "mixed": mixed, "out": out,
-                              "mask": mask}, params, x)
+    checks.check_forward(params, x, mask, MASK_MODES)
+    Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
+    q, k, v = _matmul(x, Wq), _matmul(x, Wk), _matmul(x, Wv)
+    d_head = len(Wq[0])
+    scale = 1 / math.sqrt(d_head)
+    raw_scores = [[s * scale for s in row] for row in _matmul(q, _transpose(k))]
+    if mask == "causal":        # position i reads 0…i: a later column j > i gets −∞
+        scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
+                  for i, row in enumerate(raw_scores)]
+    elif mask == "zero":        # the bug: exp(0.0 − max) is not 0, so the future gets weight
+        scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
+                  for i, row in enumerate(raw_scores)]
+    else:                       # "none": nothing is masked, the future leaks
+        scores = raw_scores
+    weights = [_softmax_row(row) for row in scores]
+    mixed = _matmul(weights, v)
+    out = _matmul(mixed, Wo)
+    return checks.sealed({"q": q, "k": k, "v": v, "scale": scale, "raw_scores": raw_scores,
+                          "scores": scores, "weights": weights, "mixed": mixed, "out": out,
+                          "mask": mask}, params, x)
 
 
 # ---- the backward pass, walking the forward in reverse -----------------------------------------
@@ -156,38 +199,39 @@ def attention_backward(params, x, cache, d_out):
     """Gradients for one forward pass: d_out (T, d_model) is dLoss/d(out), cache what
     attention_forward returned for (params, x). Returns (grads, d_x): grads has Wq, Wk, Wv, Wo and
     d_x is (T, d_model). Raises ValueError when d_out does not have out's shape or is not finite,
-    or the cache is not what attention_forward returned for these params and x."""
-    with checks.backward_door(params, x, cache, d_out):
-        Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-        q, k, v, weights, mixed, scale = (cache[name] for name in
-                                          ("q", "k", "v", "weights", "mixed", "scale"))
-        # forward: out = mixed·Wo
-        d_Wo = matmul(transpose(mixed), d_out)
-        d_mixed = matmul(d_out, transpose(Wo))
-        # forward: mixed = weights·v
-        d_weights = matmul(d_mixed, transpose(v))
-        d_v = matmul(transpose(weights), d_mixed)
-        # forward: weights_i = softmax_row(scores_i); per row, d_scores = a·(da − Σ a·da)
-        d_scores = []
-        for a_row, da_row in zip(weights, d_weights):
-            a_da = fsum(map(mul, a_row, da_row))
-            d_scores.append([a * (da - a_da) for a, da in zip(a_row, da_row)])
-        # forward: scores = raw_scores with the blocked entries replaced. A blocked score is
-        # a constant (−∞, or the bug's 0.0), not a function of q or k: it gets no gradient.
-        # With −∞ its weight a is 0 and so is its d_scores already; the bug's 0.0 has a > 0.
-        if cache["mask"] == "none":
-            d_raw_scores = d_scores
-        else:
-            d_raw_scores = [[d if j <= i else 0.0 for j, d in enumerate(row)]
-                            for i, row in enumerate(d_scores)]
-        # forward: raw_scores = (q·kᵀ) · scale
-        d_qkT = [[d * scale for d in row] for row in d_raw_scores]      # dLoss/d(q·kᵀ)
-        d_q = matmul(d_qkT, k)
-        d_k = matmul(transpose(d_qkT), q)
-        # forward: q = x·Wq, k = x·Wk, v = x·Wv; x reaches the output along all three paths
-        x_T = transpose(x)
-        grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
-                 "Wo": d_Wo}
-        d_x = add(matmul(d_q, transpose(Wq)), matmul(d_k, transpose(Wk)),
-                  matmul(d_v, transpose(Wv)))
-        return grads, d_x
+    the cache is not what attention_forward returned for these params and x, or a gradient passes
+    float range."""
+    checks.check_backward(params, x, cache, d_out, EDITED_CACHE_ADVICE)
+    Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
+    q, k, v, weights, mixed, scale = (cache[name] for name in
+                                      ("q", "k", "v", "weights", "mixed", "scale"))
+    # forward: out = mixed·Wo
+    d_Wo = _matmul(_transpose(mixed), d_out)
+    d_mixed = _matmul(d_out, _transpose(Wo))
+    # forward: mixed = weights·v
+    d_weights = _matmul(d_mixed, _transpose(v))
+    d_v = _matmul(_transpose(weights), d_mixed)
+    # forward: weights_i = softmax_row(scores_i); per row, d_scores = a·(da − Σ a·da)
+    d_scores = []
+    for a_row, da_row in zip(weights, d_weights):
+        a_da = fsum(map(mul, a_row, da_row))
+        d_scores.append([a * (da - a_da) for a, da in zip(a_row, da_row)])
+    # forward: scores = raw_scores with the blocked entries replaced. A blocked score is a
+    # constant (−∞, or the bug's 0.0), not a function of q or k: it gets no gradient. With −∞
+    # its weight a is 0 and so is its d_scores already; the bug's 0.0 has a > 0.
+    if cache["mask"] == "none":
+        d_raw_scores = d_scores
+    else:
+        d_raw_scores = [[d if j <= i else 0.0 for j, d in enumerate(row)]
+                        for i, row in enumerate(d_scores)]
+    # forward: raw_scores = (q·kᵀ) · scale
+    d_qkT = [[d * scale for d in row] for row in d_raw_scores]      # dLoss/d(q·kᵀ)
+    d_q = _matmul(d_qkT, k)
+    d_k = _matmul(_transpose(d_qkT), q)
+    # forward: q = x·Wq, k = x·Wk, v = x·Wv; x reaches the output along all three paths
+    x_T = _transpose(x)
+    grads = {"Wq": _matmul(x_T, d_q), "Wk": _matmul(x_T, d_k), "Wv": _matmul(x_T, d_v),
+             "Wo": d_Wo}
+    d_x = _add(_matmul(d_q, _transpose(Wq)), _matmul(d_k, _transpose(Wk)),
+               _matmul(d_v, _transpose(Wv)))
+    return grads, d_x

@@ -1,4 +1,5 @@
-"""The checks at the door of attention.py: each public entry point calls one of these first.
+"""The checks at the doors of attention.py, and what the labs' doors share: a number, a size, a
+matrix, a seal.
 
 attention.py holds the mathematics and reads like the lesson; everything here only checks. It
 raises TypeError for a value of the wrong kind and ValueError for a wrong shape, size or number,
@@ -13,28 +14,25 @@ MAX_ENTRIES entries for what one call makes in all (matmul's product, init_atten
 matrices together). A message shows an int that came by said(): one too long to print whole by its
 size, "an int of 16610 bits"; a seed is an int (check_seed), a function argument callable.
 
-The numbers are checked where they come in: attention_forward's params and x, attend's q, k, v and
-mask, a backward pass's gradient. The list helpers (matmul, add, transpose, softmax_row) are public
-too, and a learner calls them directly, so each checks what it is handed: its shapes, that every
-entry is a finite number (not a bool, not an int no float can hold), and that no sum it takes can
-pass float range, so that nothing after it needs checking (transpose, which computes nothing,
-only that each is a plain number, or each a bool: a mask). Those checks are passes of C over the
-operands (about 40% of the layer's time at the lesson's 6 tokens, 6% at T = 256 and d_model 64); an
-entry is read one by one only to name the one that is wrong.
+The numbers are checked where they come in: attention_forward's params and x, a backward pass's
+gradient. The list helpers (matmul, add, transpose, softmax_row) are public too, and a learner
+calls them directly, so each checks what it is handed: its shapes, and that every entry is a
+finite number (not a bool, not an int no float can hold; transpose, which computes nothing, takes
+−∞ and a mask of bools too). The checks are passes of C over the operands; an entry is read one by
+one only to name the one that is wrong. A sum past float range is seen in what comes out (±inf,
+or fsum's own error), and then named: matmul_overflow, add_overflow.
 
-A cache carries a seal, copies of every matrix in it and of the params and x it was made from, so
-that a backward pass refuses a cache from another call or one edited since. attention_step's cache
-of keys and values carries the same kind of seal: copies of its rows and params, compared at the
-next step's door.
+A cache carries a seal, fingerprints of its entries and of the params and x it was made from, so
+that a backward pass refuses a cache from another call or one edited since.
 """
 
-import contextlib
+import functools
+import marshal
 import math
 import sys
-import threading
 from itertools import chain
 
-_PLAIN_NUMBERS = {float, int}
+PLAIN_NUMBERS = {float, int}
 
 MAX_ENTRIES = 2 ** 22      # the most entries one call makes in all: 4,194,304 floats, about
                            # 130 MB as Python lists and seconds of work, not minutes
@@ -44,67 +42,6 @@ MAX_POSITIONS = 1024       # the longest sequence: the layer's four (T, T) maps 
                            # benchmark goes to 512
 
 
-# ---- once, at the door -------------------------------------------------------------------------
-
-_inside = threading.local()     # .depth > 0 while this thread runs a layer that checked its input
-
-
-def at_the_door(check, *args):
-    """Run check(*args), unless this thread runs inside() a layer that has checked its input: the
-    layer's own calls of the helpers, on what it checked or built itself, are not checked again."""
-    if not getattr(_inside, "depth", 0):
-        check(*args)
-
-
-@contextlib.contextmanager
-def inside():
-    """The lines under this are a checked layer's own: its calls of the helpers are not checked
-    again."""
-    _inside.depth = getattr(_inside, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _inside.depth -= 1
-
-
-def forward_door(params, x, mask, modes):
-    """attention_forward's door: check what it is handed, then return inside(), so that the
-    layer's own calls of the helpers skip their checks, when no product of the layer can pass
-    float range; otherwise a context that changes nothing, so that each product is checked and an
-    overflow named."""
-    check_forward(params, x, mask, modes)
-    d_model, d_head = len(x[0]), len(params["Wq"][0])
-    B = _largest_of(x, *_params_of(params).values())       # bounds every entry of x and params
-    qkv_bound = d_model * B * B
-    return _inside_when_below(qkv_bound, d_head * qkv_bound * qkv_bound, d_head * qkv_bound * B)
-
-
-def backward_door(params, x, cache, d_out):
-    """attention_backward's door: as forward_door, for the products of the backward pass."""
-    check_backward(params, x, cache, d_out)
-    T, d_model, d_head = len(x), len(x[0]), len(params["Wq"][0])
-    B = _largest_of(x, *_params_of(params).values(), *(cache[name] for name in "qkv"))
-    D = _largest_of(d_out)
-    d_mixed_bound = d_model * D * B
-    d_scores_bound = 2 * d_head * d_mixed_bound * B    # a·(da − Σ a·da), 0 ≤ a ≤ 1 and Σ a = 1
-    d_qkv_bound = T * max(d_scores_bound, d_mixed_bound) * B
-    return _inside_when_below(T * B * D, d_scores_bound, d_qkv_bound, T * B * d_qkv_bound,
-                              3 * d_head * d_qkv_bound * B)
-
-
-def _largest_of(*matrices):
-    """The largest |entry| of matrices of finite numbers, in one pass."""
-    return float(max(map(abs, chain.from_iterable(chain.from_iterable(matrices)))))
-
-
-def _inside_when_below(*bounds):
-    """inside() when every bound (of the size of some products' entries) is far from float range;
-    else a context that changes nothing, so each product is checked at its own door."""
-    if max(bounds) <= sys.float_info.max / 4:     # room for the rounding of the bounds
-        return inside()
-    return contextlib.nullcontext()
-
-
 def check_matrix(name, m, cols=None, label=None):
     """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
 
@@ -112,7 +49,7 @@ def check_matrix(name, m, cols=None, label=None):
     row must have 4 numbers, got 3 in row 2"). Raises TypeError for a value of the wrong kind and
     ValueError for an empty, ragged or non-finite matrix.
     """
-    if _plain_matrix(m, cols):
+    if plain_matrix(m, cols):
         return len(m), len(m[0])
     if type(m) is not list:
         raise TypeError(f"{name} must be a list of rows, got {type(m).__name__}")
@@ -137,7 +74,7 @@ def check_matrix(name, m, cols=None, label=None):
 def check_number(where, value, expected="a finite number"):
     """Raise unless value is a finite int or float (of exactly that type: not a bool, not a
     subclass), naming where it stands."""
-    if type(value) not in _PLAIN_NUMBERS:
+    if type(value) not in PLAIN_NUMBERS:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             raise TypeError(f"{where} must be a plain float or int, got {kind(value)}: a "
                             f"subclass may redefine its arithmetic; convert it with float()")
@@ -243,7 +180,7 @@ def check_entries(name, rows, cols, count=1):
                          f"MAX_ENTRIES = {MAX_ENTRIES} entries")
 
 
-def _plain_matrix(m, cols):
+def plain_matrix(m, cols):
     """The common case, settled in one pass: a non-empty list of equal rows of finite floats (and
     small ints). Anything else goes through check_matrix's checks one by one, for the message."""
     if type(m) is not list or not m or set(map(type, m)) != {list}:
@@ -258,7 +195,7 @@ def _plain_numbers(rows):
     """True when every entry of rows is a finite float or an int a float can hold, in two passes
     of C."""
     values = list(chain.from_iterable(rows))
-    if not set(map(type, values)) <= _PLAIN_NUMBERS:
+    if not set(map(type, values)) <= PLAIN_NUMBERS:
         return False
     try:
         return all(map(math.isfinite, values))
@@ -271,9 +208,9 @@ def _plain_numbers(rows):
 def check_rows(name, a):
     """Raise unless a is a list of lists of one length: O(rows), the entries are not read."""
     if type(a) is not list or not set(map(type, a)) <= {list}:
-        raise TypeError(f"{name} needs a list of rows, got {_shape_text(a)}")
+        raise TypeError(f"{name} needs a list of rows, got {shape_text(a)}")
     if len(set(map(len, a))) > 1:
-        raise ValueError(f"{name} needs rows of one length, got {_shape_text(a)}")
+        raise ValueError(f"{name} needs rows of one length, got {shape_text(a)}")
 
 
 def check_transpose(a):
@@ -283,7 +220,7 @@ def check_transpose(a):
     check_rows("transpose", a)
     check_entries("transpose's result", len(a), len(a[0]) if a else 0)
     types = set(map(type, chain.from_iterable(a)))
-    if types <= _PLAIN_NUMBERS or types == {bool}:
+    if types <= PLAIN_NUMBERS or types == {bool}:
         return
     mask = type(a[0][0]) is bool if a[0] else False
     for i, row in enumerate(a):
@@ -291,69 +228,44 @@ def check_transpose(a):
             if mask and type(value) is not bool:
                 raise TypeError(f"transpose's [{i}][{j}] must be True or False, as [0][0] is (a "
                                 f"mask), got {kind(value)}")
-            if not mask and type(value) not in _PLAIN_NUMBERS:
+            if not mask and type(value) not in PLAIN_NUMBERS:
                 check_number(f"transpose's [{i}][{j}]", value)
 
 
 def check_matmul(a, b):
     """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, the
-    product within MAX_ENTRIES, and no sum of m products can go beyond float range (m · max|a| ·
-    max|b| stays below it), so the product needs no check after. Raises TypeError for sides that
-    are not lists of rows, ValueError naming both shapes (an empty side too), or the entry."""
+    product within MAX_ENTRIES. Raises TypeError for sides that are not lists of rows, ValueError
+    naming both shapes (an empty side too), or the entry."""
     for name, m in (("left", a), ("right", b)):
         if type(m) is not list or not set(map(type, m)) <= {list}:
-            raise TypeError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}: "
+            raise TypeError(f"matmul needs (n, m)·(m, p), got {shape_text(a)}·{shape_text(b)}: "
                             f"the {name} side is not a list of rows")
     if not a or not b or set(map(len, a)) != {len(b)} or len(set(map(len, b))) != 1 or not b[0]:
-        raise ValueError(f"matmul needs (n, m)·(m, p), got {_shape_text(a)}·{_shape_text(b)}")
+        raise ValueError(f"matmul needs (n, m)·(m, p), got {shape_text(a)}·{shape_text(b)}")
     check_entries("matmul's product", len(a), len(b[0]))
-    sizes = [_magnitude(f"matmul's {name} side", m) for name, m in (("left", a), ("right", b))]
-    if len(b) * sizes[0] * sizes[1] <= sys.float_info.max:      # Σ|a|·Σ|b| bounds every sum
-        return
-    largest = [_largest(m) for m in (a, b)]
-    if len(b) * largest[0] * largest[1] > sys.float_info.max:
-        products = f"{len(b)} product{'s' * (len(b) > 1)}"
-        raise ValueError(f"matmul {_shape_text(a)}·{_shape_text(b)} could overflow: a sum of "
-                         f"{products} of entries up to {largest[0]:.3g} and {largest[1]:.3g} can "
-                         f"pass {sys.float_info.max:.3g}; the numbers are too large for floats")
+    _check_numbers("matmul's left side", a)
+    _check_numbers("matmul's right side", b)
 
 
 def check_add(matrices):
-    """add's door: matrices of one shape, of finite numbers whose sums stay within float range."""
+    """add's door: matrices of one shape, of finite numbers."""
     for m in matrices:
         check_rows("add", m)
     if len({(len(m), len(m[0]) if m else 0) for m in matrices}) != 1:
         raise ValueError(f"add needs matrices of one shape, got "
-                         f"{', '.join(_shape_text(m) for m in matrices) or 'none'}")
+                         f"{', '.join(shape_text(m) for m in matrices) or 'none'}")
     check_entries("add's sum", len(matrices[0]), len(matrices[0][0]) if matrices[0] else 0)
-    if sum(_magnitude(f"add's matrix {n + 1}", m) for n, m in enumerate(matrices)) > \
-            sys.float_info.max:      # their magnitudes added up bound every sum
-        largest = max(map(_largest, matrices))
-        raise ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
-                         f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
-                         f"large for floats")
+    for n, m in enumerate(matrices):
+        _check_numbers(f"add's matrix {n + 1}", m)
 
 
-def _largest(m):
-    """The largest |entry| of a matrix of finite numbers, as a float."""
-    return float(max(map(abs, chain.from_iterable(m))))
-
-
-def _magnitude(name, m):
-    """Σ|entry| over m, which bounds every entry and every sum of them, after checking in two
-    passes of C that every entry is a finite number; else raise naming the first that is not."""
-    values = list(chain.from_iterable(m))
-    try:
-        if set(map(type, values)) <= _PLAIN_NUMBERS:
-            total = float(sum(map(abs, values)))    # a NaN or an infinity makes it one too
-            if math.isfinite(total):
-                return total
-    except OverflowError:      # an int beyond float range: named below
-        pass
-    for i, row in enumerate(m):
-        for j, value in enumerate(row):
-            check_number(f"{name} [{i}][{j}]", value)
-    return math.inf            # finite numbers whose magnitudes sum beyond float range
+def _check_numbers(name, m):
+    """Raise unless every entry of the rows m is a finite number, naming the first that is not:
+    two passes of C when all are, and only then a look at each."""
+    if not _plain_numbers(m):
+        for i, row in enumerate(m):
+            for j, value in enumerate(row):
+                check_number(f"{name} [{i}][{j}]", value)
 
 
 def check_scores_row(row):
@@ -364,7 +276,7 @@ def check_scores_row(row):
         raise ValueError("softmax_row needs at least one score, got an empty row")
     check_entries("softmax_row's weights", 1, len(row))
     try:
-        if set(map(type, row)) <= _PLAIN_NUMBERS and not any(map(math.isnan, row)) and \
+        if set(map(type, row)) <= PLAIN_NUMBERS and not any(map(math.isnan, row)) and \
                 max(row) != math.inf and max(row) != -math.inf:
             return
     except OverflowError:      # an int beyond float range: named below
@@ -377,7 +289,7 @@ def check_scores_row(row):
                          f"{len(row)} blocked scores")
 
 
-def _shape_text(a):
+def shape_text(a):
     """How a message shows what came: (2, 3) for a matrix, (2, 3/4) for a ragged one, else its
     type."""
     if type(a) is not list:
@@ -386,41 +298,55 @@ def _shape_text(a):
     return f"({len(a)}, {'/'.join(map(str, widths)) or 0})"
 
 
-def check_allowed(allowed, rows, cols):
-    """Raise ValueError unless allowed is a (rows, cols) matrix of bools, a True in every row."""
-    if type(allowed) is not list or len(allowed) != rows or any(
-            type(r) is not list or len(r) != cols for r in allowed):
-        raise ValueError(f"allowed must be a ({rows}, {cols}) matrix of bools, one row per query "
-                         f"and one column per source, got {_shape_text(allowed)}")
-    for i, row in enumerate(allowed):
-        check_bools(f"allowed[{i}]", row)
-        if not any(row):
-            raise ValueError(f"allowed[{i}] is all False: that query may attend to no source; "
-                             f"expected at least one True in every row (there is no fallback)")
+# ---- after a sum: an overflow, named by what it was taken of ------------------------------------
+
+def finite(m):
+    """True when every entry of the matrix m is finite: a sum past float range comes out ±inf."""
+    return all(map(math.isfinite, chain.from_iterable(m)))
 
 
-def check_bools(name, row):
-    """Raise ValueError unless every entry of row is True or False (not 1, 0 or a string)."""
-    if set(map(type, row)) != {bool}:
-        j, entry = next((j, e) for j, e in enumerate(row) if type(e) is not bool)
-        raise ValueError(f"{name}[{j}] must be True or False, got {type(entry).__name__} {entry!r}")
+def matmul_overflow(a, b):
+    """The ValueError for a product a·b of finite numbers that came out beyond float range: its
+    shapes and the largest entries of each side. It keeps the product's sides as .product."""
+    largest = [_largest(m) for m in (a, b)]
+    products = f"{len(b)} product{'s' * (len(b) > 1)}"
+    error = ValueError(f"matmul {shape_text(a)}·{shape_text(b)} could overflow: a sum of "
+                       f"{products} of entries up to {largest[0]:.3g} and {largest[1]:.3g} can "
+                       f"pass {sys.float_info.max:.3g}; the numbers are too large for floats")
+    error.product = a, b
+    return error
 
 
-def check_masked_softmax(scores, allowed):
-    """masked_softmax's door: two lists of one non-zero length, bools, finite allowed scores."""
-    for name, value in (("scores", scores), ("allowed", allowed)):
-        if type(value) is not list:
-            raise TypeError(f"masked_softmax needs {name} as a list, got {type(value).__name__}")
-    if not scores or len(scores) != len(allowed):
-        raise ValueError(f"masked_softmax needs scores and allowed of one non-zero length, got "
-                         f"{len(scores)} scores and {len(allowed)} mask entries")
-    check_bools("allowed", allowed)
-    if not any(allowed):
-        raise ValueError("softmax of a row with every source blocked: expected at least one "
-                         "allowed score")
-    for j, (s, ok) in enumerate(zip(scores, allowed)):
-        if ok:
-            check_number(f"score {j + 1}", s, "finite where allowed")
+def named_by_the_first_product(forward):
+    """attention_forward, whose overflow is named by the first of its products that could make
+    it: x·Wq, x·Wk or x·Wv when a sum of theirs could pass float range (d_model · max|x| · max|W|
+    beyond it), although what came out of it was finite and a later product's was not. What the
+    projections hand on is then what is too large, and the message says so where it starts."""
+    @functools.wraps(forward)
+    def named(params, x, mask="causal"):
+        try:
+            return forward(params, x, mask)
+        except ValueError as error:
+            if not hasattr(error, "product"):       # not an overflow: what came in was wrong
+                raise
+            for W in (params["Wq"], params["Wk"], params["Wv"]):
+                if len(W) * _largest(x) * _largest(W) > sys.float_info.max:
+                    raise matmul_overflow(x, W) from None
+            raise
+    return named
+
+
+def add_overflow(matrices):
+    """The error for a sum of matrices of finite numbers that came out beyond float range."""
+    largest = max(map(_largest, matrices))
+    return ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
+                      f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
+                      f"large for floats")
+
+
+def _largest(m):
+    """The largest |entry| of a matrix of numbers, as a float."""
+    return float(max(map(abs, chain.from_iterable(m))))
 
 
 def check_sizes(**sizes):
@@ -470,23 +396,22 @@ def check_params(params):
         raise ValueError(f"params must have Wq, Wk, Wv and Wo, missing {', '.join(missing)}")
     d_model, d_head = check_matrix("Wq", params["Wq"])
     if all(type(params[name]) is list and len(params[name]) == rows and
-           _plain_matrix(params[name], cols) for name, rows, cols in
+           plain_matrix(params[name], cols) for name, rows, cols in
            (("Wk", d_model, d_head), ("Wv", d_model, d_head), ("Wo", d_head, d_model))):
         return d_model, d_head          # the common case, in one pass each
     for name in ("Wk", "Wv"):
-        if _shape_text(params[name]) != f"({d_model}, {d_head})":
+        if shape_text(params[name]) != f"({d_model}, {d_head})":
             raise ValueError(f"{name} must be (d_model, d_head) = ({d_model}, {d_head}) like Wq, "
-                             f"got {_shape_text(params[name])}")
+                             f"got {shape_text(params[name])}")
         check_matrix(name, params[name], cols=d_head)
-    if _shape_text(params["Wo"]) != f"({d_head}, {d_model})":
+    if shape_text(params["Wo"]) != f"({d_head}, {d_model})":
         raise ValueError(f"Wo must be (d_head, d_model) = ({d_head}, {d_model}), "
-                         f"got {_shape_text(params['Wo'])}")
+                         f"got {shape_text(params['Wo'])}")
     check_matrix("Wo", params["Wo"], cols=d_model)
     return d_model, d_head
 
 
-
-# ---- the layer and the core at the door ---------------------------------------------------------
+# ---- the layer at the door ----------------------------------------------------------------------
 
 def check_forward(params, x, mask, modes):
     """attention_forward's door: a mask mode of modes, fitting params, x of (T, d_model) numbers."""
@@ -494,102 +419,60 @@ def check_forward(params, x, mask, modes):
         raise ValueError(f"mask must be one of {modes}, got {mask!r}")
     if type(x) is list:
         check_positions(len(x))         # before any (T, T) map is made
-    if _plain_layer(params, x):
-        return
     d_model, _ = check_params(params)
     check_matrix("x", x, cols=d_model, label="input")
 
 
-def _plain_layer(params, x):
-    """The common case of a layer's input, settled in one pass: params a dict of Wq, Wk, Wv
-    (d_model, d_head) and Wo (d_head, d_model), x rows of d_model, every entry a finite float or
-    small int. Anything else goes through the checks one by one, for the message."""
-    if type(params) is not dict or type(x) is not list or not x:
-        return False
-    matrices = [params.get(name) for name in ("Wq", "Wk", "Wv", "Wo")] + [x]
-    if set(map(type, matrices)) != {list} or not matrices[0] or type(matrices[0][0]) is not list:
-        return False
-    d_model, d_head = len(matrices[0]), len(matrices[0][0])
-    rows = list(chain.from_iterable(matrices))
-    if set(map(type, rows)) != {list} or d_head == 0 or list(map(len, matrices)) != [
-            d_model, d_model, d_model, d_head, len(x)]:
-        return False
-    widths = list(map(len, rows))
-    return widths == [d_head] * (3 * d_model) + [d_model] * (d_head + len(x)) and \
-        _plain_numbers(rows)
+# ---- the seal of a cache: what a call made, checked when the cache comes back -------------------
+
+LAYER_KEYS = ("q", "k", "v", "scale", "raw_scores", "scores", "weights", "mixed", "out", "mask")
 
 
-def check_head(q, k, v, allowed, blocked_score):
-    """attend's door: q (T, d), k (S, d), v (S, d_v), allowed (T, S) of bools, blocked_score −∞ or
-    a finite number."""
-    T, d = check_matrix("q", q)
-    S, d_k = check_matrix("k", k)
-    S_v, _ = check_matrix("v", v)
-    check_positions(max(T, S))          # the scores and weights are (T, S)
-    if d_k != d:
-        raise ValueError(f"query and key widths must match: q is ({T}, {d}), k is ({S}, {d_k})")
-    if S_v != S:
-        raise ValueError(f"keys and values must be as many: k has {S} rows, v has {S_v}")
-    check_allowed(allowed, T, S)
-    if type(blocked_score) not in _PLAIN_NUMBERS:
-        raise TypeError(f"blocked_score must be -inf or a finite number, got "
-                        f"{kind(blocked_score)}")
-    if blocked_score != -math.inf:
-        check_number("blocked_score", blocked_score, "-inf or a finite number")
+def fingerprint(*values):
+    """A hash of values (matrices, numbers, words) that changes when any number in them does: of
+    the bytes marshal writes for them, a float's 8 bytes exactly (Python's hash of a number would
+    not do: hash(-1.0) == hash(-2.0)), in one pass of C."""
+    try:
+        return hash(marshal.dumps(values, 2))
+    except ValueError:                  # a float subclass, a list that holds itself: not what a
+        return hash(repr(values))       # call made, and never equal to it
 
 
-def copies(*matrices):
-    """New lists with the same entries: a cache that owns its inputs cannot be changed by an edit
-    of the caller's lists."""
-    return [[list(row) for row in m] for m in matrices]
-
-
-# ---- after a pass: overflow, and the seal of a cache -------------------------------------------
-
-_CORE_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "weights", "mixed")
-_LAYER_KEYS = ("q", "k", "v", "scale", "raw_scores", "scores", "weights", "mixed", "out", "mask")
+def weights_of(params):
+    """The layer's four matrices in a params dict (a model's holds more), in the order Wq, Wk, Wv,
+    Wo; None for one it lacks."""
+    return [params.get(name) for name in ("Wq", "Wk", "Wv", "Wo")]
 
 
 class Seal:
-    """What a forward pass (or a step of attention_step) made, and the params and x it was made
-    from, kept as copies apart from the cache: the backward pass (or the next step) compares them
-    with what it is given. Its repr is short: a seal is
-    not for reading."""
+    """Fingerprints of what a call made (a dict) and, for the layer and attention_step, of the
+    params (and x) it was made from, kept in what it returns: the call that takes it back compares
+    them with what it is handed. Not for reading."""
 
-    def __init__(self, cache, params=None, x=None):
-        self.cache = _copied(cache)
-        self.x = None if x is None else _copied(x)
-        self.params = None if params is None else _copied(_params_of(params))
+    def __init__(self, made, params=None, x=None):
+        self.keys = tuple(made)
+        self.made = fingerprint(*made.values())
+        self.params = None if params is None else fingerprint(*weights_of(params))
+        self.x = None if x is None else fingerprint(x)
+
+    def keeps(self, made):
+        """True when made (a dict) holds the same entries as what was sealed, in any order."""
+        return made.keys() == set(self.keys) and self.made == fingerprint(
+            *(made[key] for key in self.keys))
 
     def __repr__(self):
-        return "<seal: copies of what was made, to check it against>"
-
-
-def _copied(value):
-    """A copy of a dict of matrices and values, or of a matrix, deep enough that no edit of the
-    original reaches it."""
-    if type(value) is dict:
-        return {key: _copied(item) if type(item) is dict else
-                [row[:] if type(row) is list else row for row in item] if type(item) is list
-                else item for key, item in value.items()}
-    if type(value) is list:
-        return [row[:] if type(row) is list else row for row in value]
-    return value
-
-
-def _params_of(params):
-    return {name: params[name] for name in ("Wq", "Wk", "Wv", "Wo")}
+        return "<seal: fingerprints of what was made, to check it against>"
 
 
 def sealed(cache, params=None, x=None):
-    """The cache of a forward pass, sealed: "seal" keeps copies of its entries and, for the layer,
-    of the params and x it was made from."""
+    """The cache of a forward pass, sealed: "seal" keeps the fingerprints of its entries and, for
+    the layer, of the params and x it was made from."""
     return {**cache, "seal": Seal(cache, params, x)}
 
 
-def _check_seal(cache, keys, made_by):
-    """Raise unless cache is a dict made_by returned, with every key and no entry changed since
-    (compared by value: −0.0 for 0.0 changes no result)."""
+def check_sealed(cache, keys, made_by, advice):
+    """Raise unless cache is a dict made_by returned, with every key and no entry changed since;
+    advice ends the message of a changed one."""
     if type(cache) is not dict:
         raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
     missing = [key for key in keys + ("seal",) if key not in cache]
@@ -598,25 +481,27 @@ def _check_seal(cache, keys, made_by):
                          f"{', '.join(missing)}")
     seal = cache["seal"]
     entries = {key: value for key, value in cache.items() if key != "seal"}
-    if not isinstance(seal, Seal) or entries != seal.cache:
+    if not isinstance(seal, Seal) or not seal.keeps(entries):
         raise ValueError(f"cache is not what {made_by} returned: an entry was changed or replaced "
-                         f"since; run {made_by} again. To see what an edited q, k, v or mask "
-                         f"does, hand the edited matrices to lab06's attend(q, k, v, allowed), "
-                         f"and its attend_backward gives their gradients")
+                         f"since; run {made_by} again. {advice}")
 
 
-def check_backward(params, x, cache, d_out):
+def check_backward(params, x, cache, d_out, advice):
     """attention_backward's door: params and x as for the forward, the cache attention_forward
-    returned for exactly these params and x and unchanged since, d_out of out's shape."""
+    returned for exactly these params and x and unchanged since (advice ends the message of a
+    changed one), d_out of out's shape. params and x that the seal knows were checked by the
+    forward pass, and are not checked again."""
     seal = cache.get("seal") if type(cache) is dict else None
-    if not (isinstance(seal, Seal) and type(params) is dict and x == seal.x and
-            {name: params.get(name) for name in seal.params} == seal.params):
+    made_from = None
+    if type(params) is dict:
+        made_from = fingerprint(*weights_of(params)), fingerprint(x)
+    if not isinstance(seal, Seal) or made_from != (seal.params, seal.x):
         check_params(params)            # what is wrong with them is named first
         check_matrix("x", x, cols=len(params["Wq"]), label="input")
     d_model, T = len(params["Wq"]), len(x)
-    _check_seal(cache, _LAYER_KEYS, "attention_forward")
-    for what, given, kept in (("x", x, cache["seal"].x),
-                              ("params", _params_of(params), cache["seal"].params)):
+    check_sealed(cache, LAYER_KEYS, "attention_forward", advice)
+    for what, given, kept in (("x", made_from[1], cache["seal"].x),
+                              ("params", made_from[0], cache["seal"].params)):
         if given != kept:
             raise ValueError(f"cache was made by attention_forward for another {what} (or {what} "
                              f"was changed since): run attention_forward again on these params "
@@ -625,77 +510,3 @@ def check_backward(params, x, cache, d_out):
     if len(d_out) != T:
         raise ValueError(f"d_out must have one row per position ({T}, {d_model}), "
                          f"got {len(d_out)} rows")
-
-
-def check_core_backward(cache, d_mixed):
-    """attend_backward's door: a cache attend returned, unchanged since, and d_mixed of its
-    mixed's shape."""
-    _check_seal(cache, _CORE_KEYS, "attend")
-    T, d_v = len(cache["mixed"]), len(cache["mixed"][0])
-    check_matrix("d_mixed", d_mixed, cols=d_v, label="d_mixed")
-    if len(d_mixed) != T:
-        raise ValueError(f"d_mixed must have one row per query ({T}, {d_v}), "
-                         f"got {len(d_mixed)} rows")
-
-
-# ---- one position at a time: attention_step's door and the seal of its cache -------------------
-
-_FRESH_KV = "{'k': [], 'v': []}"
-
-
-def check_step(params, x_t, kv):
-    """attention_step's door: kv {'k': [], 'v': []} or as attention_step left it, params that fit
-    (checked in full at the first step, then compared with the seal's copy), and x_t one input
-    row of d_model finite numbers."""
-    _check_kv(kv, params)
-    check_positions(len(kv["k"]) + 1)
-    d_model = len(params["Wq"])
-    if _plain_matrix([x_t], d_model):
-        return
-    if type(x_t) is not list or any(isinstance(value, list) for value in x_t):
-        got = f"a {_shape_text(x_t)} matrix" if type(x_t) is list else type(x_t).__name__
-        raise TypeError(f"x_t must be one input row, a list of {d_model} numbers, got {got}: "
-                        f"pass x[t], not x")
-    if len(x_t) != d_model:
-        raise ValueError(f"x_t must have {d_model} numbers (one input row), got {len(x_t)}")
-    for j, value in enumerate(x_t):
-        check_number(f"x_t[{j}]", value)
-
-
-def _check_kv(kv, params):
-    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params."""
-    if type(kv) is not dict:
-        raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
-                        f"{type(kv).__name__}")
-    missing = [name for name in ("k", "v") if name not in kv]
-    if missing:
-        raise ValueError(f"kv must have 'k' and 'v', {_FRESH_KV} at the start; it has no "
-                         f"{', '.join(missing)}")
-    for name in ("k", "v"):
-        if type(kv[name]) is not list:
-            raise TypeError(f"kv[{name!r}] must be a list of rows, got {type(kv[name]).__name__}")
-    if not kv["k"] and not kv["v"]:     # an empty cache is the right start for any params
-        if "seal" in kv:                # one with a seal had its rows removed, or is bogus
-            raise ValueError(f"kv holds a seal but no keys or values: start from {_FRESH_KV}, "
-                             f"without a seal")
-        check_params(params)
-        return
-    seal = kv.get("seal")
-    if not isinstance(seal, Seal) or seal.params is None:
-        raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
-                         f"start from {_FRESH_KV}")
-    if type(params) is not dict or {name: params.get(name) for name in seal.params} != \
-            seal.params:
-        check_params(params)            # a bad matrix is named first
-        raise ValueError(f"kv was built by attention_step for other params (or params were "
-                         f"changed since): start again from {_FRESH_KV}")
-    if {"k": kv["k"], "v": kv["v"]} != seal.cache:
-        raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
-                         f"added or removed since; start again from {_FRESH_KV}")
-
-
-def seal_kv(kv, params):
-    """Seal kv after a step appended its row to k and v: copies of its rows and of params, which the
-    next step's door compares with what it is given."""
-    kv["seal"] = Seal({"k": kv["k"], "v": kv["v"]}, params)
-

@@ -24,7 +24,7 @@ The library that step_attention.py, bench_attention.py and the tests share; it p
 
 from math import fsum
 
-from attention import MASK_MODES, attention_forward, matmul
+from attention import MASK_MODES, attention_forward, unchecked
 from common import checks
 from core.masked import attention_core
 from common.golden import rounded
@@ -59,16 +59,16 @@ def attention_step(params, x_t, kv):
     or that was changed since, or a result too large for floats (kv is then as it was); TypeError
     for a value of the wrong kind.
     """
-    checks.check_step(params, x_t, kv)
+    _check_step(params, x_t, kv)
     t = len(kv["k"])                  # this position: kv holds the keys and values of 0…t-1
     Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
-    q, k, v = matmul([x_t], Wq), matmul([x_t], Wk), matmul([x_t], Wv)
+    q, k, v = unchecked.matmul([x_t], Wq), unchecked.matmul([x_t], Wk), unchecked.matmul([x_t], Wv)
     allowed = [[True] * (t + 1)]      # row t of causal_mask: 0…t-1 and t itself, nothing later
     row = attention_core(q, kv["k"] + k, kv["v"] + v, allowed)   # scores, weights, mixed
-    out = matmul(row["mixed"], Wo)
+    out = unchecked.matmul(row["mixed"], Wo)
     kv["k"].append(k[0])              # only now: a step that raises leaves kv as it was
     kv["v"].append(v[0])
-    checks.seal_kv(kv, params)
+    _seal_kv(kv, params)
     return {"q": q[0], "k": k[0], "v": v[0], "scores": row["scores"][0],
             "weights": row["weights"][0], "mixed": row["mixed"][0], "out": out[0]}
 
@@ -169,3 +169,64 @@ def kv_trace(sentence, tokens, params, x):
         "why_only_causal": {mask: rounded(what_a_cache_gets_wrong(params, x, mask), DIGITS)
                             for mask in MASK_MODES},
     }
+
+
+# ---- attention_step's door, and the seal of its cache kv ----------------------------------------
+
+_FRESH_KV = "{'k': [], 'v': []}"
+
+
+def _check_step(params, x_t, kv):
+    """attention_step's door: kv {'k': [], 'v': []} or as attention_step left it, params that fit
+    (checked in full at the first step, then compared with the seal's fingerprint), and x_t one
+    input row of d_model finite numbers: what kv holds is compared with its seal, not checked."""
+    _check_kv(kv, params)
+    checks.check_positions(len(kv["k"]) + 1)
+    d_model = len(params["Wq"])
+    if checks.plain_matrix([x_t], d_model):
+        return
+    if type(x_t) is not list or any(isinstance(value, list) for value in x_t):
+        got = f"a {checks.shape_text(x_t)} matrix" if type(x_t) is list else type(x_t).__name__
+        raise TypeError(f"x_t must be one input row, a list of {d_model} numbers, got {got}: "
+                        f"pass x[t], not x")
+    if len(x_t) != d_model:
+        raise ValueError(f"x_t must have {d_model} numbers (one input row), got {len(x_t)}")
+    for j, value in enumerate(x_t):
+        checks.check_number(f"x_t[{j}]", value)
+
+
+def _check_kv(kv, params):
+    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params."""
+    if type(kv) is not dict:
+        raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
+                        f"{type(kv).__name__}")
+    missing = [name for name in ("k", "v") if name not in kv]
+    if missing:
+        raise ValueError(f"kv must have 'k' and 'v', {_FRESH_KV} at the start; it has no "
+                         f"{', '.join(missing)}")
+    for name in ("k", "v"):
+        if type(kv[name]) is not list:
+            raise TypeError(f"kv[{name!r}] must be a list of rows, got {type(kv[name]).__name__}")
+    if not kv["k"] and not kv["v"]:     # an empty cache is the right start for any params
+        if "seal" in kv:                # one with a seal had its rows removed, or is bogus
+            raise ValueError(f"kv holds a seal but no keys or values: start from {_FRESH_KV}, "
+                             f"without a seal")
+        checks.check_params(params)
+        return
+    seal = kv.get("seal")
+    if not isinstance(seal, checks.Seal) or seal.params is None:
+        raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
+                         f"start from {_FRESH_KV}")
+    if type(params) is not dict or checks.fingerprint(*checks.weights_of(params)) != seal.params:
+        checks.check_params(params)     # a bad matrix is named first
+        raise ValueError(f"kv was built by attention_step for other params (or params were "
+                         f"changed since): start again from {_FRESH_KV}")
+    if not seal.keeps({"k": kv["k"], "v": kv["v"]}):
+        raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
+                         f"added or removed since; start again from {_FRESH_KV}")
+
+
+def _seal_kv(kv, params):
+    """Seal kv after a step appended its row to k and v: fingerprints of its rows and of params,
+    which the next step's door compares with what it is given."""
+    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]}, params)

@@ -46,9 +46,9 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common.checks import (MAX_POSITIONS, NotANumber, check_allowed, check_matrix, check_number,
-                           float_of, int_of, kind, said)
-from lab06.head import attend, attention, masked_softmax
+from common.checks import (MAX_POSITIONS, NotANumber, check_matrix, check_number, float_of, int_of,
+                           kind, said)
+from lab06.head import attend, attention, check_allowed, masked_softmax
 from common.golden import changed_rows
 from common.safe_io import read_text
 from common.views import MAX_TOKENS, TOLERANCE, exact_fraction, number, subscript

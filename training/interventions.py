@@ -36,7 +36,6 @@ import re
 
 from attention import matmul
 from core.masked import attention_core
-from common import checks
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
@@ -312,16 +311,14 @@ def evidence(model, tests):
     """What the README's answer to question 5 quotes, from held-out sets ({kind: stories}):
     patching_evidence of every set, blocking_evidence of every set with distractors, and
     example_evidence of the figure's story (the shortest whose distractor follows the first
-    sentence, as measure chooses it), every number rounded to 4 decimals. For a model train_model
-    made or read_model read (finite weights, so no product nears float range): the thousands of
-    runs skip the helpers' checks at their doors, as training does."""
+    sentence, as measure chooses it), every number rounded to 4 decimals, for a model train_model
+    made or read_model read."""
     check_model(model)
     example = min(tests["distractor early"], key=lambda s: len(question(s)))
-    with checks.inside():
-        found = {"patching": {kind: patching_evidence(model, test) for kind, test in tests.items()},
-                 "blocking": {kind: blocking_evidence(model, test) for kind, test in tests.items()
-                              if all(s.distractor for s in test)},
-                 "example": example_evidence(model, example)}
+    found = {"patching": {kind: patching_evidence(model, test) for kind, test in tests.items()},
+             "blocking": {kind: blocking_evidence(model, test) for kind, test in tests.items()
+                          if all(s.distractor for s in test)},
+             "example": example_evidence(model, example)}
     return rounded(found, 4)
 
 
