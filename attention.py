@@ -177,13 +177,14 @@ def attention_forward(params, x, mask="causal"):
     d_head = len(Wq[0])
     scale = 1 / math.sqrt(d_head)
     raw_scores = [[s * scale for s in row] for row in _matmul(q, _transpose(k))]
-    if mask == "causal":        # position i reads 0…i: a later column j > i gets −∞
-        scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
-                  for i, row in enumerate(raw_scores)]
-    elif mask == "zero":        # the bug: exp(0.0 − max) is not 0, so the future gets weight
-        scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
-                  for i, row in enumerate(raw_scores)]
-    else:                       # "none": nothing is masked, the future leaks
+    allowed = causal_mask(len(x))   # position i reads 0…i: a later column j > i is blocked
+    if mask == "causal":            # a blocked score is −∞, and its weight exactly 0.0
+        scores = [[s if ok else -math.inf for s, ok in zip(row, ok_row)]
+                  for row, ok_row in zip(raw_scores, allowed)]
+    elif mask == "zero":            # the bug: exp(0.0 − max) is not 0, so the future gets weight
+        scores = [[s if ok else 0.0 for s, ok in zip(row, ok_row)]
+                  for row, ok_row in zip(raw_scores, allowed)]
+    else:                           # "none": nothing is masked, the future leaks
         scores = raw_scores
     weights = [_softmax_row(row) for row in scores]
     mixed = _matmul(weights, v)
@@ -222,8 +223,8 @@ def attention_backward(params, x, cache, d_out):
     if cache["mask"] == "none":
         d_raw_scores = d_scores
     else:
-        d_raw_scores = [[d if j <= i else 0.0 for j, d in enumerate(row)]
-                        for i, row in enumerate(d_scores)]
+        d_raw_scores = [[d if ok else 0.0 for d, ok in zip(row, ok_row)]
+                        for row, ok_row in zip(d_scores, causal_mask(len(x)))]
     # forward: raw_scores = (q·kᵀ) · scale
     d_qkT = [[d * scale for d in row] for row in d_raw_scores]      # dLoss/d(q·kᵀ)
     d_q = _matmul(d_qkT, k)
