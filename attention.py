@@ -149,7 +149,7 @@ def causal_mask(T):
     [[True, False, False], [True, True, False], [True, True, True]]
     """
     checks.check_length(T)
-    return [[j <= i for j in range(T)] for i in range(T)]
+    return [[True] * (i + 1) + [False] * (T - 1 - i) for i in range(T)]   # row i: 0…i, not later
 
 
 # The private twins, for callers whose own doors checked what they compute on (core/masked.py,

@@ -419,8 +419,29 @@ def check_forward(params, x, mask, modes):
         raise ValueError(f"mask must be one of {modes}, got {mask!r}")
     if type(x) is list:
         check_positions(len(x))         # before any (T, T) map is made
+    if _plain_layer(params, x):
+        return
     d_model, _ = check_params(params)
     check_matrix("x", x, cols=d_model, label="input")
+
+
+def _plain_layer(params, x):
+    """The common case of a layer's input, settled in one pass: params a dict of Wq, Wk, Wv
+    (d_model, d_head) and Wo (d_head, d_model), x rows of d_model, every entry a finite float or
+    small int. Anything else goes through the checks one by one, for the message."""
+    if type(params) is not dict or type(x) is not list or not x:
+        return False
+    matrices = weights_of(params) + [x]
+    if set(map(type, matrices)) != {list} or not matrices[0] or type(matrices[0][0]) is not list:
+        return False
+    d_model, d_head = len(matrices[0]), len(matrices[0][0])
+    rows = list(chain.from_iterable(matrices))
+    if set(map(type, rows)) != {list} or d_head == 0 or list(map(len, matrices)) != [
+            d_model, d_model, d_model, d_head, len(x)]:
+        return False
+    widths = list(map(len, rows))
+    return widths == [d_head] * (3 * d_model) + [d_model] * (d_head + len(x)) and \
+        _plain_numbers(rows)
 
 
 # ---- the seal of a cache: what a call made, checked when the cache comes back -------------------
