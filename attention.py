@@ -25,10 +25,9 @@ from types import SimpleNamespace
 from common import checks
 
 MASK_MODES = ("causal", "none", "zero")
-# what attention_backward's refusal of an edited cache ends with: Lab 06's head takes edited ones
 EDITED_CACHE_ADVICE = ("To see what an edited q, k, v or mask does, hand the edited matrices to "
                        "lab06's attend(q, k, v, allowed), and its attend_backward gives their "
-                       "gradients")
+                       "gradients")        # ends attention_backward's refusal of an edited cache
 
 
 # ---- list-of-lists helpers ---------------------------------------------------------------------
@@ -74,7 +73,6 @@ def matmul(a, b):
 
 
 def _transpose(a):
-    """transpose without its checks."""
     return [list(col) for col in zip(*a)]
 
 
@@ -123,7 +121,6 @@ def init_attention(d_model, d_head, seed):
 # ---- softmax and the mask -----------------------------------------------------------------------
 
 def _softmax_row(row):
-    """softmax_row without its checks."""
     top = max(row)
     exps = [math.exp(s - top) for s in row]
     total = fsum(exps)
@@ -152,8 +149,7 @@ def causal_mask(T):
     return [[True] * (i + 1) + [False] * (T - 1 - i) for i in range(T)]   # row i: 0…i, not later
 
 
-# The private twins, for callers whose own doors checked what they compute on (core/masked.py,
-# the KV cache): the same functions the layer calls below
+# the private twins, for callers whose doors checked what they compute on (core/, the KV cache)
 unchecked = SimpleNamespace(matmul=_matmul, transpose=_transpose, softmax_row=_softmax_row)
 
 

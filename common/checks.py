@@ -15,15 +15,11 @@ matrices together). A message shows an int that came by said(): one too long to 
 size, "an int of 16610 bits"; a seed is an int (check_seed), a function argument callable.
 
 The numbers are checked where they come in: attention_forward's params and x, a backward pass's
-gradient. The list helpers (matmul, add, transpose, softmax_row) are public too, and a learner
-calls them directly, so each checks what it is handed: its shapes, and that every entry is a
-finite number (not a bool, not an int no float can hold; transpose, which computes nothing, takes
-−∞ and a mask of bools too). The checks are passes of C over the operands; an entry is read one by
-one only to name the one that is wrong. A sum past float range is seen in what comes out (±inf,
-or fsum's own error), and then named: matmul_overflow, add_overflow.
-
-A cache carries a seal, fingerprints of its entries and of the params and x it was made from, so
-that a backward pass refuses a cache from another call or one edited since.
+gradient, and what a learner hands the public helpers (matmul, add, transpose, softmax_row): in
+passes of C, an entry read one by one only to name the one that is wrong. A sum past float range
+is seen in what comes out (±inf, or fsum's own error), and then named: matmul_overflow. A cache
+carries a seal, fingerprints of its entries and of the params and x it was made from, so that a
+backward pass refuses a cache from another call or one edited since.
 """
 
 import functools
@@ -318,10 +314,9 @@ def matmul_overflow(a, b):
 
 
 def named_by_the_first_product(forward):
-    """attention_forward, whose overflow is named by the first of its products that could make
-    it: x·Wq, x·Wk or x·Wv when a sum of theirs could pass float range (d_model · max|x| · max|W|
-    beyond it), although what came out of it was finite and a later product's was not. What the
-    projections hand on is then what is too large, and the message says so where it starts."""
+    """attention_forward, whose overflow is named by x·Wq, x·Wk or x·Wv when a sum of theirs could
+    pass float range (d_model · max|x| · max|W| beyond it), although it came out finite and a later
+    product did not: the numbers are too large from there on."""
     @functools.wraps(forward)
     def named(params, x, mask="causal"):
         try:
@@ -460,8 +455,7 @@ def fingerprint(*values):
 
 
 def weights_of(params):
-    """The layer's four matrices in a params dict (a model's holds more), in the order Wq, Wk, Wv,
-    Wo; None for one it lacks."""
+    """The layer's Wq, Wk, Wv, Wo of a params dict (a model's holds more), None for one it lacks."""
     return [params.get(name) for name in ("Wq", "Wk", "Wv", "Wo")]
 
 
@@ -477,9 +471,8 @@ class Seal:
         self.x = None if x is None else fingerprint(x)
 
     def keeps(self, made):
-        """True when made (a dict) holds the same entries as what was sealed, in any order."""
-        return made.keys() == set(self.keys) and self.made == fingerprint(
-            *(made[key] for key in self.keys))
+        """True when made (a dict) holds the entries that were sealed, in any order."""
+        return made.keys() == set(self.keys) and self.made == fingerprint(*map(made.get, self.keys))
 
     def __repr__(self):
         return "<seal: fingerprints of what was made, to check it against>"
@@ -513,9 +506,7 @@ def check_backward(params, x, cache, d_out, advice):
     changed one), d_out of out's shape. params and x that the seal knows were checked by the
     forward pass, and are not checked again."""
     seal = cache.get("seal") if type(cache) is dict else None
-    made_from = None
-    if type(params) is dict:
-        made_from = fingerprint(*weights_of(params)), fingerprint(x)
+    made_from = type(params) is dict and (fingerprint(*weights_of(params)), fingerprint(x))
     if not isinstance(seal, Seal) or made_from != (seal.params, seal.x):
         check_params(params)            # what is wrong with them is named first
         check_matrix("x", x, cols=len(params["Wq"]), label="input")
