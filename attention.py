@@ -25,9 +25,10 @@ from types import SimpleNamespace
 from common import checks
 
 MASK_MODES = ("causal", "none", "zero")
+# how attention_backward's refusal of an edited cache ends: Lab 06's head takes edited matrices
 EDITED_CACHE_ADVICE = ("To see what an edited q, k, v or mask does, hand the edited matrices to "
                        "lab06's attend(q, k, v, allowed), and its attend_backward gives their "
-                       "gradients")        # ends attention_backward's refusal of an edited cache
+                       "gradients")
 
 
 # ---- list-of-lists helpers ---------------------------------------------------------------------
