@@ -460,7 +460,7 @@ def weights_of(params):
 
 
 class Seal:
-    """Fingerprints of what a call made (a dict) and, for the layer and attention_step, of the
+    """Fingerprints of what a call made (a dict) and, for a layer or a step of one, of the
     params (and x) it was made from, kept in what it returns: the call that takes it back compares
     them with what it is handed. Not for reading."""
 

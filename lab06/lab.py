@@ -1,22 +1,11 @@
-"""Lab 06's head and its experiments: compute one tiny attention head exactly, then change one
-piece of it at a time. The library that the lab's command line (perturb_attention.py) and its grader
-(lab06/grader.py) share; it prints nothing.
-
-The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
-c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
-WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions. Row indices in the records are
-0-based, as the lab's spec fixes them, each list beside its labels counted from 1 (a₃, z₃); the
-lab's names (v₂, q₃, z₃) and the positions the interventions take count from 1.
-One head, after projection only: no bias, dropout, normalization, residual or output projection.
-
-Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
-deliberately buggy procedure (softmax over every source, then zero the future without
-renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
-causal. Every number goes through `attend`, the core the lesson's layer uses.
-
-The lab's names for the core's: lab06.attention returns them (its "scores" are the scores before
-the mask, its "masked_scores" the core's `scores`, its "output" the core's `mixed`).
+"""Lab 06's head and its experiments, the library perturb_attention.py and the grader share; it
+prints nothing. The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every
+score a multiple of ln 2), WV = [[2, 0], [0, 4]], a causal mask; one head, after projection only.
+Row indices in the records are 0-based, as the lab's spec fixes them, each list beside its labels
+counted from 1 (a₃, z₃); the lab's names (v₂, q₃) and the interventions' positions count from 1.
+Each intervention starts from fresh copies of Q, K, V and the mask and changes only what it names;
+every number goes through `attend`, the core the lesson's layer uses. lab06.attention gives the
+core's numbers the lab's names ("scores" before the mask, "masked_scores", "output").
 
     projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
     run(head, changes)                every intermediate of a head after changes, from fresh copies
@@ -32,10 +21,8 @@ the mask, its "masked_scores" the core's `scores`, its "output" the core's `mixe
                                       changes of row i's scores or weights
     experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
 
-A change is applied where it acts: the changes of Q, K, V and the mask first, in the order given,
-then attend; a score change redoes the softmax of its row, a weight change the mixture. The bugs
-follow the changes of Q, K, V and the mask (a score or weight change is made to the correct
-procedure alone).
+Changes of Q, K, V and the mask come first, in the order given, then attend; a score change redoes
+its row's softmax, a weight change the mixture; the bugs follow the first kind alone.
 """
 
 import json
