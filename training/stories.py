@@ -97,6 +97,7 @@ HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted"
             "long lead-in", "late colour", "lead-in and distractor", "punctuation", "new words",
             "full context")
 CANNOT = ("second object", "distractor's object")    # the question asks about the second colour
+TWO_LAYER_SETS = CANNOT + ("third object",)    # and what two layers are measured on besides HELD_OUT
 
 Story = namedtuple("Story", "text colour thing distractor")
 Story.__doc__ = """A story, its answer, the object it asks about, and the distractor's colour (None
@@ -183,11 +184,14 @@ def colour_sentence(rng, name, colour, thing, opener="", too="", words=TRAINING_
                 thing=thing, too=too)
 
 
-def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, made_up=None):
+def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, made_up=None,
+          ask_distractor=False):
     """A Story: lead_ins colour-free sentences, the first sentence with the colour, fillers
     colour-free sentences with a distractor inserted at index distractor_at among them when given
     (0: right after the first sentence), and the question with its answer; words gives the names,
-    things and the rest, made_up the made-up words of the training stories.
+    things and the rest, made_up the made-up words of the training stories. ask_distractor: the
+    question asks about the distractor's object (the Story's colour is then the distractor's, and
+    its distractor the first colour).
 
     >>> story(random.Random(2974), fillers=1, distractor_at=0).text
     'mia has a yellow pond. hana got a small blue bus too! fatima sneaks. the pond is yellow.'
@@ -204,6 +208,8 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
             other_thing = rng.choice(words.nouns)
         after.insert(distractor_at, colour_sentence(rng, rng.choice(words.names), distractor,
                                                     other_thing, too=" too", words=words))
+    if ask_distractor and distractor is not None:
+        colour, thing, distractor = distractor, other_thing, colour
     text = " ".join(before + [first] + after + [f"the {thing} is {colour}."])
     return Story(text, colour, thing, distractor)
 
@@ -327,19 +333,32 @@ def distinct(draw, seen):
     return found
 
 
+def listed(name, colours, things):
+    """A sentence that gives each thing its colour, in a list.
+
+    >>> listed("mia", ["red", "blue", "orange"], ["ball", "kite", "cup"])
+    'mia has a red ball, a blue kite and an orange cup.'
+    """
+    each = [f"a {colour} {thing}" for colour, thing in zip(colours, things)]
+    return articled(f"{name} has {', '.join(each[:-1])} and {each[-1]}.")
+
+
 def second_colour_story(rng, kind):
     """Two objects with a colour each and the question about the second, which one layer cannot
     answer: both in the first sentence ("second object"), or the second in the sentence after it,
-    a distractor's place ("distractor's object"); 0 to 3 fillers after. The Story's colour is the
-    second colour, its distractor the first.
+    a distractor's place ("distractor's object"); or three in the first sentence and the question
+    about the third ("third object"); 0 to 3 fillers after. The Story's colour is the last
+    colour, its distractor the first.
 
     >>> second_colour_story(random.Random(32), "second object").text
     'marco has a green sledge and a pink bike. the bike is pink.'
     """
     name, other_name = rng.sample(NAMES, 2)
-    (first, second), (thing, other_thing) = rng.sample(COLOURS, 2), rng.sample(OBJECTS, 2)
-    if kind == "second object":
-        told = [articled(f"{name} has a {first} {thing} and a {second} {other_thing}.")]
+    n = 3 if kind == "third object" else 2
+    colours, things = rng.sample(COLOURS, n), rng.sample(OBJECTS, n)
+    (first, second), (thing, other_thing) = colours[::n - 1], things[::n - 1]   # first and last
+    if kind != "distractor's object":
+        told = [listed(name, colours, things)]
     else:
         told = [colour_sentence(rng, name, first, thing),
                 colour_sentence(rng, other_name, second, other_thing, too=" too")]
@@ -347,14 +366,38 @@ def second_colour_story(rng, kind):
     return Story(" ".join(told + [f"the {other_thing} is {second}."]), second, other_thing, first)
 
 
-def cannot_stories(seed, drawn=None):
-    """For each kind of CANNOT, TEST_STORIES stories of second_colour_story, none of them among
-    stories(seed) (drawn, when the caller has it already) or repeated. Their own generator, so
-    that stories(seed) is what it was."""
+def cannot_stories(seed, drawn=None, kinds=CANNOT):
+    """For each of kinds (CANNOT, or TWO_LAYER_SETS), TEST_STORIES stories of
+    second_colour_story, none of them among stories(seed) (drawn, when the caller has it already)
+    or repeated. Their own generator, so that stories(seed) is what it was, and drawn in the order
+    of kinds, so that CANNOT's sets are the same in TWO_LAYER_SETS."""
     train, tests = drawn or stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
     rng = random.Random(f"cannot {seed}")
-    return {kind: distinct(lambda: second_colour_story(rng, kind), seen) for kind in CANNOT}
+    return {kind: distinct(lambda: second_colour_story(rng, kind), seen) for kind in kinds}
+
+
+def two_layer_story(rng, made_up):
+    """A training story of the two-layer model that fits: in one of three, two or three things
+    with a colour each, listed in one sentence, and the question about any of them; else
+    training_story's, asking about the distractor's object in one of two that have one.
+    Lead-ins and fillers are story_shape's."""
+    while True:
+        lead_ins, fillers, distractor_at = story_shape(rng)
+        if rng.random() < 1 / 3:
+            n = rng.randint(2, 3)
+            colours, things = rng.sample(COLOURS, n), rng.sample(OBJECTS, n)
+            asked = rng.randrange(n)
+            told = ([filler(rng, made_up=made_up) for _ in range(lead_ins)]
+                    + [rng.choice(OPENERS) + listed(rng.choice(NAMES), colours, things)]
+                    + [filler(rng, made_up=made_up) for _ in range(fillers)])
+            s = Story(" ".join(told + [f"the {things[asked]} is {colours[asked]}."]),
+                      colours[asked], things[asked], None)
+        else:
+            s = story(rng, lead_ins, fillers, distractor_at, made_up=made_up,
+                      ask_distractor=rng.random() < 0.5)
+        if fits(s):
+            return s
 
 
 def question(s):
