@@ -143,9 +143,9 @@ def answer_of(logits):
     return " " + COLOURS[best]
 
 
-def check_model(model):
+def check_model(model, weights=("E", "U", "Wq", "Wk", "Wv", "Wo")):
     """Raise TypeError, naming the part, unless model is a dict train_model returns: a
-    bpe.Tokenizer and params holding every weight of the model."""
+    bpe.Tokenizer and params holding every weight of the model (weights)."""
     if not isinstance(model, dict):
         raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
                         f"got {type(model).__name__}")
@@ -156,7 +156,6 @@ def check_model(model):
     if not isinstance(model["tokenizer"], Tokenizer):
         raise TypeError(f"model's tokenizer must be a bpe.Tokenizer, got "
                         f"{type(model['tokenizer']).__name__}")
-    weights = ("E", "U", "Wq", "Wk", "Wv", "Wo")
     if not isinstance(model["params"], dict) or not set(weights) <= model["params"].keys():
         raise TypeError(f"model's params must be a dict of the weights {', '.join(weights)}, got "
                         f"{type(model['params']).__name__}"

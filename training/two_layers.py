@@ -23,13 +23,17 @@ at random, not at zero as for one layer, so that objects differ before any story
 layer 2 must tell the object asked about from the others. The price is the one layer's guard: a
 piece no story trains keeps a random row, not zeros that score as an empty place would.
 
-What this holds so far is the model and its hand-written backward (tests/test_two_layers.py checks
-the backward against central differences and the question row against attention_forward); it is
-not yet trained by train_model.
+Layer 1 may also be GIVEN, set by hand and not learned (init_params(..., given=True) leaves out
+Wq1 and Wk1): a previous-token head whose row i puts weight 1/2 on places i−2 and i−1 (place 1 reads
+place 0, place 0 itself), by position alone; its value Wv1 and output Wo1 are learned. Its
+weights are fixed, so its backward is the value's and the output's alone. train.py trains this one
+(train_model(seed, layers=2)). tests/test_two_layers.py checks both backwards against central
+differences and the question row against attention_forward.
 """
 
 import math
 import random
+from math import fsum
 
 from attention import (add, attention_backward, attention_forward, init_attention, matmul,
                        softmax_row, transpose)
@@ -40,13 +44,15 @@ from training.stories import COLOURS
 
 LAYERS = (1, 2)
 WEIGHTS = ("Wq", "Wk", "Wv", "Wo")       # each layer's, as Wq1 … Wo1 and Wq2 … Wo2
+D_MODEL, D_HEAD = 32, 16                 # what train.py trains with layer 1 given
 
 
-def init_params(vocab_size, seed, d_model, d_head):
+def init_params(vocab_size, seed, d_model, d_head, given=False):
     """E (V, d_model) and U (d_model, len(COLOURS)) from uniform(−INIT_SCALE, INIT_SCALE), drawn
     from random.Random(seed), and each layer's Wq, Wk, Wv, Wo from init_attention, layer n's with
     the seed 2·seed + n − 1, so that no two layers of two seeds of 0 or more start alike
-    (random.Random reads a negative seed as its absolute value)."""
+    (random.Random reads a negative seed as its absolute value). given: layer 1 is the
+    previous-token head set by hand, with no Wq1 and Wk1 (its Wv1 and Wo1 drawn all the same)."""
     checks.check_seed(seed)
     rng = random.Random(seed)
     params = {"E": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(d_model)]
@@ -55,8 +61,53 @@ def init_params(vocab_size, seed, d_model, d_head):
                     for _ in range(d_model)]}
     for n in LAYERS:
         for name, matrix in init_attention(d_model, d_head, 2 * seed + n - 1).items():
-            params[f"{name}{n}"] = matrix
+            if not (given and n == 1 and name in ("Wq", "Wk")):
+                params[f"{name}{n}"] = matrix
     return params
+
+
+def previous_tokens(i):
+    """The places row i of the given layer 1 reads, each with weight 1/len: the two before it;
+    place 1 has one before it, and place 0 none, so it reads itself, the only place it may."""
+    return [i - 2, i - 1] if i >= 2 else [0]
+
+
+def given_weights(T):
+    """The given layer 1's weights (T, T), fixed by position: 1/len(previous_tokens(i)) in row i
+    on each of previous_tokens(i), 0.0 elsewhere (what a view of the layer draws).
+
+    >>> given_weights(3)
+    [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]
+    """
+    return [[1 / len(previous_tokens(i)) if j in previous_tokens(i) else 0.0 for j in range(T)]
+            for i in range(T)]
+
+
+def previous_token_head(params, x0):
+    """The given layer 1 on x0 (T, d_model): v = x0·Wv1 (T, d_head), mixed (T, d_head), row i the
+    mean of v over previous_tokens(i) (weights·v, summed over the places a row reads: the rest
+    weigh 0), and out = mixed·Wo1 (T, d_model)."""
+    v = matmul(x0, params["Wv1"])
+    mixed = [[fsum(column) / len(previous_tokens(i))
+              for column in zip(*(v[j] for j in previous_tokens(i)))] for i in range(len(x0))]
+    return {"v": v, "mixed": mixed, "out": matmul(mixed, params["Wo1"])}
+
+
+def previous_token_head_backward(params, x0, first, d_out):
+    """({"Wv", "Wo"} of layer 1, d_x0 (T, d_model)) from what previous_token_head returned and
+    d_out (T, d_model). The weights are given, so nothing flows into a query or a key."""
+    # forward: out = mixed·Wo1
+    grads = {"Wo": matmul(transpose(first["mixed"]), d_out)}
+    d_mixed = matmul(d_out, transpose(params["Wo1"]))
+    # forward: mixed_i = the mean of v_j over previous_tokens(i)
+    d_v = [[0.0] * len(d_mixed[0]) for _ in x0]
+    for i, d_row in enumerate(d_mixed):
+        n = len(previous_tokens(i))
+        for j in previous_tokens(i):
+            d_v[j] = [d + g / n for d, g in zip(d_v[j], d_row)]
+    # forward: v = x0·Wv1
+    grads["Wv"] = matmul(transpose(x0), d_v)
+    return grads, matmul(d_v, transpose(params["Wv1"]))
 
 
 def layer(params, n):
@@ -66,11 +117,12 @@ def layer(params, n):
 
 def forward(params, ids):
     """Every intermediate of the model on a prompt: x0 and x1 (T, d_model); first, what
-    attention_forward returns for layer 1 on x0; row, what attention_core returns for layer 2's
+    attention_forward (or previous_token_head, layer 1 given) returns for layer 1 on x0; row, what attention_core returns for layer 2's
     question row on x1; out2 (1, d_model); stream (1, d_model), x1[T−1] + out2; and the logits
     (C,)."""
     x0 = embed(params, ids)
-    first = attention_forward(layer(params, 1), x0)
+    first = (attention_forward(layer(params, 1), x0) if "Wq1" in params
+             else previous_token_head(params, x0))
     x1 = add(x0, first["out"])                              # the residual stream after layer 1
     q = matmul(x1[-1:], params["Wq2"])                      # only the question's query
     k, v = matmul(x1, params["Wk2"]), matmul(x1, params["Wv2"])
@@ -105,7 +157,10 @@ def loss_and_grads(params, prompt, answer):
     d_x1 = add(no_query + question_row, matmul(d_k, transpose(params["Wk2"])),
                matmul(d_v, transpose(params["Wv2"])))
     # forward: x1 = x0 + layer 1's out; the residual passes d_x1 to x0 as it is
-    first_grads, d_x0 = attention_backward(layer(params, 1), fw["x0"], fw["first"], d_x1)
+    if "Wq1" in params:
+        first_grads, d_x0 = attention_backward(layer(params, 1), fw["x0"], fw["first"], d_x1)
+    else:
+        first_grads, d_x0 = previous_token_head_backward(params, fw["x0"], fw["first"], d_x1)
     for name, grad in first_grads.items():
         grads[f"{name}1"] = grad
     d_x0 = add(d_x0, d_x1)
