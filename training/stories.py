@@ -97,7 +97,7 @@ HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted"
             "long lead-in", "late colour", "lead-in and distractor", "punctuation", "new words",
             "full context")
 CANNOT = ("second object", "distractor's object")    # the question asks about the second colour
-TWO_LAYER_SETS = CANNOT + ("third object",)    # and what two layers are measured on besides HELD_OUT
+TWO_LAYER_SETS = CANNOT + ("third object",)    # two layers are measured on these and HELD_OUT
 
 Story = namedtuple("Story", "text colour thing distractor")
 Story.__doc__ = """A story, its answer, the object it asks about, and the distractor's colour (None

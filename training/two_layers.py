@@ -117,9 +117,9 @@ def layer(params, n):
 
 def forward(params, ids):
     """Every intermediate of the model on a prompt: x0 and x1 (T, d_model); first, what
-    attention_forward (or previous_token_head, layer 1 given) returns for layer 1 on x0; row, what attention_core returns for layer 2's
-    question row on x1; out2 (1, d_model); stream (1, d_model), x1[T−1] + out2; and the logits
-    (C,)."""
+    attention_forward (or previous_token_head, layer 1 given) returns for layer 1 on x0; row,
+    what attention_core returns for layer 2's question row on x1; out2 (1, d_model); stream
+    (1, d_model), x1[T−1] + out2; and the logits (C,)."""
     x0 = embed(params, ids)
     first = (attention_forward(layer(params, 1), x0) if "Wq1" in params
              else previous_token_head(params, x0))
