@@ -12,7 +12,8 @@ the stories, the two bigrams, the model around the lesson's layer and its traini
     python3 train_attention.py --seeds 10    train seeds 1…10, a row each (on every core)
     python3 train_attention.py --write       record seeds 1…30 in training-run.json, and seed
                                              1's weights, interventions and rule (minutes)
-    python3 train_attention.py --check       fail unless seed 1 trains as the records say
+    python3 train_attention.py --check       fail unless seed 1 trains as the records say, and
+                                             the two-layer run's first 200 stories too
     python3 train_attention.py --check --all-seeds    the same for seeds 1…30 (minutes)
     python3 train_attention.py --svg FILE    draw the recorded figure: a question, two colours
     python3 train_attention.py --story TEXT --block 4        the question may no longer read
@@ -24,6 +25,13 @@ the stories, the two bigrams, the model around the lesson's layer and its traini
     python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]
                                              two layers set by hand that continue a repeated
                                              sequence (training/induction.py): no training
+    python3 train_attention.py --layers 2 [--seed N]     the two-layer model, its layer 1 GIVEN
+                                             (set by hand: each row averages the two tokens
+                                             before it), the rest trained (minutes): its held-out
+                                             sets beside one layer's; --write records seeds 1…3
+                                             (training/given_layer.py), --check trains their
+                                             prefix again, --story and --export answer from the
+                                             recorded model
 
 --story, --block, --ablate-value, --patch and --export answer from the recorded model
 (training/trained-model.json, written by --write and checked by --check; --story and --patch print
@@ -45,7 +53,8 @@ The stories use the eleven COLOURS and the words of training/story-words.txt; a 
 others, in lower-case letters with spaces and . , ! ? ' (a word the stories never use is read in
 pieces). A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the
 limit.
-What the trained model leaves out: batches, dropout, normalization, a second layer.
+What the one-layer model leaves out: batches, dropout, normalization, a second layer (the
+two-layer model's layer 1 is given, not learned).
 """
 
 import sys
@@ -60,19 +69,21 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
 
     from attention import attention_forward, causal_mask
     from common.checks import int_of
-    from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
-                            save_view, show)
+    from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
+                            note, save_view, show)
     from common.export import export_text
     from common.golden import rounded, to_json, write_or_check
-    from common.safe_io import read_text
+
+    from common.safe_io import read_text, write_atomic
     from common.views import heatmaps_svg, panel, text_table, token_labels
-    from training.model import embed, layer, predict
+    from training.model import embed, layer
+    from training.model import predict as predict_one_layer
     from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
                                   training_tokenizer)
     from training.tables import cannot_line, held_out_table, seed_row, seeds_header, seeds_line
-    from training.train import (LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run,
-                                train_model)
-    from training import induction
+    from training.train import LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run
+    from training.train import train_model as train_one_layer
+    from training import given_layer, induction, two_layers
     from training.interventions import (evidence, intervene, intervention_table, patch,
                                         patch_svg, patch_table)
     from training.recorded_model import model_from_record, model_record, read_model
@@ -91,6 +102,8 @@ MODEL_PATH = os.path.join(HERE, "training", "trained-model.json")
 EVIDENCE_PATH = os.path.join(HERE, "training", "interventions-run.json")
 RULE_PATH = os.path.join(HERE, "training", "rule-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
+TWO_RUN_PATH = os.path.join(HERE, "training", "two-layer-run.json")
+TWO_MODEL_PATH = os.path.join(HERE, "training", "two-layer-model.json")
 
 
 MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seconds)
@@ -164,6 +177,27 @@ def run_seeds(seeds, steps=STEPS, models=None):
             signal.signal(stop, handler)
 
 
+def train_model(seed=SEED, steps=STEPS, progress=None, layers=1):
+    """The one-layer model of seed trained for steps, as the recorded run trains it; with layers=2,
+    the two-layer model instead, its layer 1 GIVEN (a previous-token head set by hand: each row
+    averages the two tokens before it), its value, output and everything else trained on
+    given_layer.STORIES stories (steps unused). progress(step or stories, mean_loss)."""
+    if layers == 2:
+        return given_layer.train_model(seed, progress=progress)
+    if layers != 1:
+        raise ValueError(f"layers must be 1 or 2, got {layers!r}")
+    return train_one_layer(seed, steps, progress)
+
+
+def predict(model, text):
+    """(answer, weights): the model's answer to text, a story up to its question (" red"), and
+    the question's weight on every token as (token, weight) pairs, for either model: one layer's,
+    or two layers' (train_model(seed, layers=2): layer 2's weights). Raises as model.predict."""
+    if isinstance(model, dict) and model.get("layers") == 2:
+        return given_layer.predict(model, text)
+    return predict_one_layer(model, text)
+
+
 def recorded_model():
     """The recorded run's model, read from trained-model.json: what train_model(SEED) returns, bit
     for bit, without the training. Raises ValueError when the file is not what --write wrote."""
@@ -172,11 +206,17 @@ def recorded_model():
 
 def story_attention(model, text):
     """The export of the whole layer on a story: its tokens and every row's weights, as
-    attention[1][1][T][T] (the figure's rows, from attention_forward)."""
+    attention[1][1][T][T] (the figure's rows, from attention_forward); for the two-layer model
+    attention[2][1][T][T], layer 1's given weights, then layer 2's on x1."""
     ids = encode_question(model["tokenizer"], text)
     params = model["params"]
-    weights = attention_forward(layer(params), embed(params, ids))["weights"]
-    return export_text([model["tokenizer"].vocab[t] for t in ids], [[weights]])
+    if model.get("layers") == 2:
+        x1 = two_layers.forward(params, ids)["x1"]
+        maps = [[two_layers.given_weights(len(ids))],
+                [attention_forward(two_layers.layer(params, 2), x1)["weights"]]]
+    else:
+        maps = [[attention_forward(layer(params), embed(params, ids))["weights"]]]
+    return export_text([model["tokenizer"].vocab[t] for t in ids], maps)
 
 
 def summary(record, seconds):
@@ -257,6 +297,9 @@ def main(argv=None):
     parser.add_argument("--induction", action="store_true",
                         help="the induction circuit set by hand, on a repeated sequence drawn "
                              "with --seed: its four figures")
+    parser.add_argument("--layers", type=integer, default=1,
+                        help="2: the two-layer model, its layer 1 given (a previous-token head "
+                             "set by hand), everything else trained")
     args = parser.parse_args(argv)
     if args.block is not None:      # --block 7 --block 8 is --block 7,8
         args.block = [n for positions in args.block for n in positions]
@@ -268,6 +311,17 @@ def main(argv=None):
     given = [f"--{name.replace('_', '-')}" for name in
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
+    if args.layers not in (1, 2):
+        parser.error(f"--layers must be 1 or 2, got {args.layers}")
+    if args.layers == 2:
+        dropped = [f for f in given if f not in ("--seed", "--story", "--json", "--export")] + [
+            "--induction"] * args.induction + ["--all-seeds"] * args.all_seeds
+        if dropped:
+            parser.error(f"--layers 2 trains, records, checks, answers --story and --export: drop "
+                         f"{', '.join(dropped)}")
+        if args.json and args.story is None:
+            parser.error("--json goes with --story")
+        return guarded(lambda: _two_layers(args))
     if args.induction:
         dropped = [flag for flag, given_flag in (("--write", args.write), ("--check", args.check),
                                                  ("--all-seeds", args.all_seeds))
@@ -331,7 +385,8 @@ def _run(args):
     check_outputs([("--svg", args.svg, FIGURE if figure else None),
                    ("--export", args.export, None)])
     if args.write or args.check:
-        return _write_or_check(args.write, args.all_seeds)
+        status = _write_or_check(args.write, args.all_seeds)
+        return _check_two_layers() if args.check and status == 0 else status
     if args.seeds is not None:
         show(seeds_header())
         for record in run_seeds(list(range(1, args.seeds + 1)), steps):
@@ -382,6 +437,84 @@ def _induction(seed, svg, as_json):
         save_view(svg, induction.maps_svg(found, run), None, say=note if as_json else None)
     show(to_json(found) if as_json else induction.table(found))
     return 0
+
+
+def _two_layer_seed(seed):
+    """A seed's two-layer run, its model's record and its training's prefix: what a process of
+    the pool sends back."""
+    record, model = given_layer.run(seed, progress=lambda stories, loss: note(
+        f"seed {seed}, {stories} stories: loss {loss}"))
+    return record, given_layer.model_record(model, seed), model["prefix"]
+
+
+def _two_layers(args):
+    """--layers 2: train seed (default 1) and print its held-out sets beside one layer's; with
+    --write, train given_layer.SEEDS two at a time and record them as each ends; with --check,
+    train the recorded prefix again; with --story, answer from the recorded model."""
+    check_stdout()
+    if args.export is not None:
+        check_outputs([("--export", args.export, None)])
+        text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
+        model = given_layer.read_model(read_text(TWO_MODEL_PATH))
+        save_view(args.export, story_attention(model, text), None)
+        return 0
+    if args.story is not None:
+        model = given_layer.read_model(read_text(TWO_MODEL_PATH))
+        answer, weights = given_layer.predict(model, args.story)
+        show(_story_json({"answer": answer, "tokens": [t for t, _ in weights],
+                          "weights": [w for _, w in weights]}) if args.json else
+             f"({given_layer.GIVEN})\nanswer: {answer!r}\nlayer 2's weight on each token:\n"
+             + weights_table(weights))
+        return 0
+    if args.check:
+        return _check_two_layers()
+    if not args.write:
+        record, _ = given_layer.run(SEED if args.seed is None else args.seed,
+                                    progress=_progress)
+        show(f"({given_layer.GIVEN})\n" + two_layer_table([record]))
+        return 0
+    records, prefix = [], None
+    with ProcessPoolExecutor(max_workers=2, initializer=_worker_signals) as pool:
+        for record, model, trained in pool.map(_two_layer_seed, given_layer.SEEDS):
+            records.append(record)    # each recorded as it ends: a run stopped keeps them
+            if record["seed"] == SEED:
+                prefix = trained
+                write_atomic(TWO_MODEL_PATH, to_json(model))
+            write_atomic(TWO_RUN_PATH, to_json({
+                "given": given_layer.GIVEN, "batch": given_layer.BATCH,
+                "learning_rate": given_layer.LEARNING_RATE, "d_model": given_layer.D_MODEL,
+                "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
+            show(f"wrote seed {record['seed']} in two-layer-run.json\n")
+    return 0
+
+
+def _check_two_layers():
+    """--check of two-layer-run.json: the first given_layer.PREFIX batches of its seed trained
+    again, their loss and weights bit for bit as recorded (the whole run takes minutes)."""
+    try:
+        recorded = json.loads(read_text(TWO_RUN_PATH))["prefix"]
+        seed = recorded["seed"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"two-layer-run.json holds no recorded prefix ({type(e).__name__}: {e}): "
+                         f"run --layers 2 --write") from None
+    fresh = given_layer.prefix(seed)
+    if fresh != recorded:
+        return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} differ "
+                    f"from a fresh run: run --layers 2 --write")
+    show(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} trained again, bit "
+         f"for bit ({given_layer.GIVEN})\n")
+    return 0
+
+
+def two_layer_table(records):
+    """The seeds' correct answers on every set, two layers beside one, in Markdown."""
+    kinds = list(records[0]["two layers"])
+    lines = ["| set | " + " | ".join(f"seed {r['seed']}: two layers | one layer" for r in records)
+             + " |", "|---" * (1 + 2 * len(records)) + "|"]
+    for kind in kinds:
+        lines.append(f"| {kind} | " + " | ".join(f"{r['two layers'][kind]} | {r['one layer'][kind]}"
+                                                for r in records) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _story_json(found):

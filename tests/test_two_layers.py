@@ -1,14 +1,24 @@
 """The two-layer model (training/two_layers.py): its hand-written backward through both layers and
 the residual stream against central differences, and its question row against the whole second
-layer's last row, numbers and gradients, bit for bit."""
+layer's last row, numbers and gradients, bit for bit; with layer 1 given (training/given_layer.py):
+its fixed weights, its backward, the fast variant against the plain one, a short training, the
+stories it is measured on, the record and the README's figures, and the door's refusals."""
 
+import json
 import math
+import os
+import random
+import re
 import unittest
 
-from attention import attention_backward, attention_forward, init_attention, softmax_row
+from attention import (attention_backward, attention_forward, init_attention, matmul,
+                       softmax_row)
+from common import checks
 from common.gradcheck import central_differences, max_err
-from tests.helpers import GRAD_TOLERANCE, bits, question_row_and_its_gradient
-from training import two_layers
+from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
+                           question_row_and_its_gradient, run_script)
+from training import given_layer, stories, two_layers
+from training.adam import Adam
 
 SEED = 20261201
 
@@ -62,6 +72,136 @@ class TwoLayers(unittest.TestCase):
                                  init_attention(3, 2, 2 * seed + n - 1))
                 starts.append(str(params[f"Wq{n}"]))
         self.assertEqual(len(set(starts)), 10)
+
+
+def gradient_rows(grads, vocab, d_model):
+    """grads with E's {token: row} made a whole (vocab, d_model) matrix, for max_err."""
+    return dict(grads, E=[grads["E"].get(t, [0.0] * d_model) for t in range(vocab)])
+
+
+class LayerOneGiven(MessageAssertions, unittest.TestCase):
+
+    def test_given_layer_1_reads_the_two_tokens_before_each_place_and_learns_no_query(self):
+        """Row i's weights are 1/2 on i − 2 and i − 1 (1 on place 0 in rows 0 and 1), and its mixed
+        is given_weights·v bit for bit; there is no Wq1 or Wk1 to learn."""
+        params = two_layers.init_params(6, SEED, d_model=4, d_head=3, given=True)
+        self.assertNotIn("Wq1", params)
+        self.assertNotIn("Wk1", params)
+        weights = two_layers.given_weights(5)
+        self.assertEqual(weights[0][0], 1.0)
+        self.assertEqual(weights[1][:2], [1.0, 0.0])
+        self.assertEqual(weights[4], [0.0, 0.0, 0.5, 0.5, 0.0])
+        x0 = two_layers.embed(params, [3, 1, 4, 1, 5])
+        first = two_layers.previous_token_head(params, x0)
+        self.assertEqual(bits(first["mixed"]), bits(matmul(weights, first["v"])))
+
+    def test_given_layer_1s_gradient_matches_central_differences(self):
+        """Every learned parameter, layer 1's value and output among them, on a prompt of 5."""
+        params = two_layers.init_params(6, SEED, d_model=3, d_head=2, given=True)
+        prompt, answer = [4, 1, 4, 2, 0], 5
+        _, grads = two_layers.loss_and_grads(params, prompt, answer)
+
+        def loss():
+            return -math.log(softmax_row(two_layers.forward(params, prompt)["logits"])[answer])
+
+        numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
+        self.assertEqual(sorted(numeric), sorted(grads))
+        self.assertLess(max_err(gradient_rows(grads, 6, 3), numeric), GRAD_TOLERANCE)
+
+    def test_the_fast_variant_is_the_plain_loss_and_gradient_to_rounding(self):
+        """loss_and_grads_fast regroups the same sums, so it may differ in the last bits only:
+        within 1e-12 on gradients of size about 1 (a dropped term misses by far more)."""
+        params = two_layers.init_params(9, SEED, d_model=6, d_head=4, given=True)
+        for prompt, answer in (([0], 2), ([0, 1], 3), ([3, 1, 4, 1, 5, 8, 2, 6], 7)):
+            with self.subTest(prompt=prompt):
+                loss, grads = two_layers.loss_and_grads(params, prompt, answer)
+                fast_loss, fast = given_layer.loss_and_grads_fast(params, prompt, answer)
+                self.assertAlmostEqual(loss, fast_loss, delta=1e-12)
+                self.assertEqual(sorted(grads["E"]), sorted(fast["E"]))
+                self.assertLess(max_err(gradient_rows(grads, 9, 6), gradient_rows(fast, 9, 6)),
+                                1e-12)
+
+    def test_a_short_training_of_batches_lowers_the_loss(self):
+        """Ten of Adam's steps on one batch of 8 stories of random tokens: the batch's loss
+        falls by more than a third."""
+        rng = random.Random(SEED)
+        batch = [([rng.randrange(12) for _ in range(rng.randint(3, 8))], rng.randrange(11))
+                 for _ in range(given_layer.BATCH)]
+        params = two_layers.init_params(12, SEED, d_model=6, d_head=4, given=True)
+        adam = Adam(params, 10, given_layer.LEARNING_RATE * 10)
+        with checks.inside():     # as train_model trains: the model's own products
+            first, _ = given_layer.batch_grads(params, batch)
+            for _ in range(10):
+                adam.step(params, given_layer.batch_grads(params, batch)[1])
+            self.assertLess(given_layer.batch_grads(params, batch)[0], first * 2 / 3)
+
+    def test_the_third_object_set_lists_three_things_and_asks_about_the_third(self):
+        sets = stories.cannot_stories(SEED, ([], {}), stories.TWO_LAYER_SETS)
+        self.assertEqual(list(sets), list(stories.TWO_LAYER_SETS))
+        for s in sets["third object"]:
+            listed = re.match(r"(\w+) has an? (\w+) (\w+), an? (\w+) (\w+) and an? (\w+) (\w+)\.",
+                              s.text)
+            self.assertIsNotNone(listed, s.text)
+            self.assertEqual(listed.group(6, 7), (s.colour, s.thing), s.text)
+            self.assertTrue(s.text.endswith(f" the {s.thing} is {s.colour}."), s.text)
+
+    def test_a_two_layer_training_story_asks_about_a_thing_given_its_colour(self):
+        """The answer is the colour given to the thing asked about, wherever it stands."""
+        rng, asked_later = random.Random(SEED), 0
+        for _ in range(30):
+            s = stories.two_layer_story(rng, None)
+            body = s.text[:-len(f" the {s.thing} is {s.colour}.")]
+            self.assertRegex(body, rf"\b{s.colour} {s.thing}\b|\b{s.thing}\b.*\b{s.colour}\b")
+            asked_later += s.distractor is not None or body.count(" has a") > 1
+        self.assertGreater(asked_later, 0)
+
+    def test_predict_answers_with_a_two_layer_model_and_train_model_refuses_three_layers(self):
+        import train_attention
+        tokenizer = stories.training_tokenizer()
+        params = two_layers.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2, given=True)
+        model = {"tokenizer": tokenizer, "params": params, "layers": 2}
+        answer, weights = train_attention.predict(model, "mia has a red ball. the ball is")
+        self.assertIn(answer.strip(), stories.COLOURS)
+        self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
+        self.assertMessage(ValueError, "layers must be 1 or 2, got 3",
+                           train_attention.train_model, 1, 10, None, 3)
+
+    def test_layers_other_than_1_or_2_and_flags_it_cannot_take_are_refused(self):
+        for args, fragment in ((["--layers", "3"], "--layers must be 1 or 2, got 3"),
+                               (["--layers", "2", "--block", "3"], "drop --block"),
+                               (["--layers", "2", "--steps", "9"], "drop --steps")):
+            self.assertOneLineError(run_script("train_attention.py", *args), fragment)
+
+
+RUN_PATH = os.path.join(HERE, "training", "two-layer-run.json")
+
+
+@unittest.skipUnless(os.path.exists(RUN_PATH), "two-layer-run.json is not recorded yet")
+class Record(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        with open(RUN_PATH, encoding="utf-8") as f:
+            cls.record = json.load(f)
+
+    def test_the_record_says_layer_1_is_given_and_holds_every_set_for_each_seed(self):
+        self.assertEqual(self.record["given"], given_layer.GIVEN)
+        for seed in self.record["seeds"]:
+            for model in ("two layers", "one layer"):
+                self.assertEqual(list(seed[model]), list(stories.HELD_OUT + stories.TWO_LAYER_SETS))
+
+    def test_each_recorded_training_lowers_its_loss(self):
+        for seed in self.record["seeds"]:
+            losses = [entry["mean_loss"] for entry in seed["losses"]]
+            self.assertLess(losses[-1], losses[0] / 4, seed["seed"])
+
+    def test_the_readme_quotes_the_recorded_figures(self):
+        import train_attention
+        with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        self.assertIn(train_attention.two_layer_table(self.record["seeds"]), readme)
+        self.assertIn(given_layer.GIVEN, readme.replace("\n", " "))
+
 
 if __name__ == "__main__":
     unittest.main()
