@@ -80,7 +80,8 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from training.model import predict as predict_one_layer
     from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
                                   training_tokenizer)
-    from training.tables import cannot_line, held_out_table, seed_row, seeds_header, seeds_line
+    from training.tables import (cannot_line, held_out_table, seed_row, seeds_header,
+                                 seeds_line, two_layer_table)
     from training.train import LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run
     from training.train import train_model as train_one_layer
     from training import given_layer, induction, two_layers
@@ -504,17 +505,6 @@ def _check_two_layers():
     show(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} trained again, bit "
          f"for bit ({given_layer.GIVEN})\n")
     return 0
-
-
-def two_layer_table(records):
-    """The seeds' correct answers on every set, two layers beside one, in Markdown."""
-    kinds = list(records[0]["two layers"])
-    lines = ["| set | " + " | ".join(f"seed {r['seed']}: two layers | one layer" for r in records)
-             + " |", "|---" * (1 + 2 * len(records)) + "|"]
-    for kind in kinds:
-        lines.append(f"| {kind} | " + " | ".join(f"{r['two layers'][kind]} | {r['one layer'][kind]}"
-                                                for r in records) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def _story_json(found):

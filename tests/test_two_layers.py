@@ -17,7 +17,7 @@ from common import checks
 from common.gradcheck import central_differences, max_err
 from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, run_script)
-from training import given_layer, stories, two_layers
+from training import given_layer, stories, tables, two_layers
 from training.adam import Adam
 
 SEED = 20261201
@@ -155,16 +155,17 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
             asked_later += s.distractor is not None or body.count(" has a") > 1
         self.assertGreater(asked_later, 0)
 
-    def test_predict_answers_with_a_two_layer_model_and_train_model_refuses_three_layers(self):
-        import train_attention
+    def test_predict_answers_with_layer_2s_weights_and_refuses_a_one_layer_model(self):
         tokenizer = stories.training_tokenizer()
         params = two_layers.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2, given=True)
         model = {"tokenizer": tokenizer, "params": params, "layers": 2}
-        answer, weights = train_attention.predict(model, "mia has a red ball. the ball is")
+        text = "mia has a red ball. the ball is"
+        answer, weights = given_layer.predict(model, text)
         self.assertIn(answer.strip(), stories.COLOURS)
-        self.assertAlmostEqual(sum(w for _, w in weights), 1.0, delta=1e-12)
-        self.assertMessage(ValueError, "layers must be 1 or 2, got 3",
-                           train_attention.train_model, 1, 10, None, 3)
+        fw = two_layers.forward(params, tokenizer.encode(text))
+        self.assertEqual([w for _, w in weights], fw["row"]["weights"][0])
+        del params["Wq2"]
+        self.assertMessage(TypeError, "Wq2", given_layer.predict, model, text)
 
     def test_layers_other_than_1_or_2_and_flags_it_cannot_take_are_refused(self):
         for args, fragment in ((["--layers", "3"], "--layers must be 1 or 2, got 3"),
@@ -196,10 +197,9 @@ class Record(unittest.TestCase):
             self.assertLess(losses[-1], losses[0] / 4, seed["seed"])
 
     def test_the_readme_quotes_the_recorded_figures(self):
-        import train_attention
         with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
             readme = f.read()
-        self.assertIn(train_attention.two_layer_table(self.record["seeds"]), readme)
+        self.assertIn(tables.two_layer_table(self.record["seeds"]), readme)
         self.assertIn(given_layer.GIVEN, readme.replace("\n", " "))
 
 

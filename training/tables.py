@@ -1,5 +1,6 @@
 """The recorded run (train.py's record) as the command line prints it and the README quotes it, in
-Markdown: the held-out sets beside both bigrams, the seeds table, and what one layer cannot do.
+Markdown: the held-out sets beside both bigrams, the seeds table, what one layer cannot do, and
+the two-layer run (two_layer_table).
 """
 
 from training.stories import HELD_OUT
@@ -59,3 +60,14 @@ answer about an unseen object 59)'
         f"{kind} {result['correct']} of {result['total']} (the first colour "
         f"{result['first_colour_answers']}; the same answer about an unseen object "
         f"{result['same_for_an_unseen_object']})" for kind, result in record["cannot"].items())
+
+
+def two_layer_table(records):
+    """The seeds' correct answers on every set, two layers beside one, in Markdown."""
+    kinds = list(records[0]["two layers"])
+    lines = ["| set | " + " | ".join(f"seed {r['seed']}: two layers | one layer" for r in records)
+             + " |", "|---" * (1 + 2 * len(records)) + "|"]
+    for kind in kinds:
+        lines.append(f"| {kind} | " + " | ".join(f"{r['two layers'][kind]} | {r['one layer'][kind]}"
+                                                for r in records) + " |")
+    return "\n".join(lines) + "\n"
