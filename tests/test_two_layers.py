@@ -200,6 +200,8 @@ class Record(unittest.TestCase):
         with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
             readme = f.read()
         self.assertIn(tables.two_layer_table(self.record["seeds"]), readme)
+        for seed in self.record["seeds"]:      # the seconds each training took, as measured
+            self.assertIn(f"{seed['seconds']} s (seed {seed['seed']})", readme.replace("\n", " "))
         self.assertIn(given_layer.GIVEN, readme.replace("\n", " "))
 
 
