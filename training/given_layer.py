@@ -179,8 +179,7 @@ def train_model(seed, count=STORIES, batches=None, progress=None):
     adam = Adam(params, steps, LEARNING_RATE)
     losses, recent, prefix_weights = [], [], None     # a training of under PREFIX has none
     for step in range(1, (batches or steps) + 1):
-        with checks.inside():   # the model's own products, of weights Adam keeps finite
-            loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH])
+        loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH])
         adam.step(params, grads)
         recent.append(loss)
         if step == PREFIX:
