@@ -23,11 +23,14 @@ second layer (two_layers.py).
 import math
 import random
 
-from attention import add, init_attention, matmul, softmax_row, transpose
+from attention import add, init_attention, unchecked
 from bpe import Tokenizer
 from common import checks
 from core.masked import attention_core, attention_core_backward
 from training.stories import COLOURS, MAX_TOKENS, encode_question
+
+# the model's own products, of weights its door checked and Adam keeps finite: unchecked
+matmul, softmax_row, transpose = unchecked.matmul, unchecked.softmax_row, unchecked.transpose
 
 D_MODEL, D_HEAD = 12, 8
 INIT_SCALE = 0.5               # U from uniform(−0.5, 0.5); E starts at zero
