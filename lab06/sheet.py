@@ -189,9 +189,20 @@ def _numbers_difference(answer, expected, units, where=(), depth=None):
     place = _place(where, depth)
     decimals = answer.partition(".")[2].strip()
     if form != -math.inf and form[1] == "" and decimals.isdigit() and right != -math.inf and \
-            abs(value_of(form) - value_of(right)) < 10 ** -len(decimals):
+            form[0] * 10 ** len(decimals) in _cut(value_of(right), len(decimals)):
         return f"{place} is a rounded decimal: write it exactly (a fraction, or in ln 2)"
     return f"{place} is not right"
+
+
+def _cut(x, digits):
+    """x to digits decimals, rounded and truncated, each times 10 ** digits: the decimals a learner
+    writes for x (0.333 or 0.334 for 1/3 is a rounding; 0.41 for 2/5, or 0.4 for 1/3, is none).
+
+    >>> sorted(_cut(1 / 3, 3)), sorted(_cut(2 / 5, 2)), sorted(_cut(-2 / 3, 1))
+    ([333], [40], [-7, -6])
+    """
+    scaled = x * 10 ** digits
+    return {round(scaled), math.trunc(scaled + math.copysign(1e-9, scaled))}
 
 
 def _positions_difference(answer, expected, units=(), where=()):

@@ -112,6 +112,20 @@ class Sheet(Folder):
         self.assertTrue(done.stdout.splitlines()[-1].startswith(
             f"{len(sheet.ITEMS) - 4} of {len(sheet.ITEMS)} right, 4 wrong"), done.stdout)
 
+    def test_a_decimal_near_the_answer_but_no_rounding_of_it_is_not_called_rounded(self):
+        """A learner's sheet: 0.41 where the lab has 2/5, and 0.4 or 0.34 for 1/3, were called
+        "a rounded decimal", which told where the answer lay; they are wrong, as any other."""
+        a = self.answers["1.5 A"]
+        for written in ("0.4", "0.34"):
+            near = answer_text(a).replace(answer_text(a[1][0]), written, 1)
+            done = self.predict(filled(self.answers, {"1.5 A": near}))
+            self.assertEqual(self.line(done, "1.5 A"), "1.5 A: WRONG, row 2, entry 1 is not right")
+        sums = self.answers["1.bug row sums"]
+        done = self.predict(filled(self.answers, {"1.bug row sums": answer_text(sums).replace(
+            answer_text(sums[0]), f"{float(sums[0]) + 0.01:.2f}", 1)}))
+        self.assertEqual(self.line(done, "1.bug row sums"),
+                         "1.bug row sums: WRONG, entry 1 is not right")
+
     def test_a_blank_answer_is_not_yet_predicted(self):
         done = self.predict(None)
         self.assertEqual(done.returncode, 0, done.stderr)
