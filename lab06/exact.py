@@ -122,6 +122,10 @@ def nested(text):
     """An answer's lists, each entry's text left to read: '[[1, 1/2], []]' -> [['1', '1/2'], []];
     parentheses pair as brackets do: (3, 2). Raises ValueError for brackets that do not pair, an
     empty entry, text outside the brackets, or lists more than 3 deep."""
+    called = re.search(r"\b(ln|log|sqrt)\s*\(", text)
+    if called:     # a function's call, not a pair of brackets: ln(2) is not read
+        raise ValueError(f"{called.group(1)}(…) is written without brackets here: ln 2, 2 ln 2, "
+                         f"ln 2/4 or c")
     tokens = [t.strip() for t in re.findall(r"[][(),]|[^][(),]+", text)]
     tokens = [t for t in tokens if t]
 

@@ -92,7 +92,7 @@ def program_section(found, problems, count, sheet_path, submission_path):
            "## Parts 1 and 2: by hand, and the program's output", "",
            f"By hand: the answers in `{sheet_path}`, written before running the lab. Program "
            "output: what lab06/lab.py computes, written as the lab writes it, shown because you "
-           "ran this command after predicting."]
+           "ran this command after predicting; an item you have not predicted shows none yet."]
     rows = {item[0]: (answer, value, status, detail)
             for item, answer, value, status, detail in found}
     for heading, items in sheet.SECTIONS:
@@ -101,8 +101,8 @@ def program_section(found, problems, count, sheet_path, submission_path):
         for key, _, units in items:
             answer, value, status, detail = rows[key]
             agreement = AGREEMENT[status] + (f": {detail}" if detail else "")
-            out.append(f"| {key} | {_cell(answer)} | {_cell(answer_text(value, units))} | "
-                       f"{_cell(agreement)} |")
+            shown = "(predict it first)" if status == "not yet" else answer_text(value, units)
+            out.append(f"| {key} | {_cell(answer)} | {_cell(shown)} | {_cell(agreement)} |")
     if problems:
         out += ["", f"Lines of `{sheet_path}` that are no item: " + "; ".join(problems)]
     out += ["", "## Part 3: your tiny_attention.py, graded", "", grading(sheet_path)]

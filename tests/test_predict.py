@@ -126,6 +126,11 @@ class Sheet(Folder):
         self.assertEqual(self.line(done, "1.bug row sums"),
                          "1.bug row sums: WRONG, entry 1 is not right")
 
+    def test_ln_with_brackets_is_said_to_be_written_without_them(self):
+        done = self.predict(filled(self.answers, {"1.S": "[[ln(2), 0, ln 2], [0, ln 2, ln 2], "
+                                                         "[ln 2, ln 2, 2 ln 2]]"}))
+        self.assertIn("ln(…) is written without brackets here: ln 2, 2 ln 2", self.line(done, "1.S"))
+
     def test_a_blank_answer_is_not_yet_predicted(self):
         done = self.predict(None)
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -190,8 +195,8 @@ class Submission(Folder):
             program = answer_text(self.answers[key])
             self.assertRegex(text, re.escape(f"| {key} | {answer} | {program} | ")
                              + ("agree |" if answer == program else "differ: row 2, entry 1"))
-        self.assertIn(f"| 1.6 Z |   | {answer_text(self.answers['1.6 Z'])} | not predicted |",
-                      text)
+        self.assertIn("| 1.6 Z |   | (predict it first) | not predicted |", text)   # no answer yet
+        self.assertNotIn(answer_text(self.answers["1.6 Z"]), text)
         self.assertIn(f"Python {platform.python_version()}", text)
         self.assertIn(f"--predict {self.path} --submission {self.submission}", text)
         self.assertIn(f"No tiny_attention.py beside {self.path}", text)
