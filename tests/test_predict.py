@@ -129,7 +129,8 @@ class Sheet(Folder):
     def test_ln_with_brackets_is_said_to_be_written_without_them(self):
         done = self.predict(filled(self.answers, {"1.S": "[[ln(2), 0, ln 2], [0, ln 2, ln 2], "
                                                          "[ln 2, ln 2, 2 ln 2]]"}))
-        self.assertIn("ln(…) is written without brackets here: ln 2, 2 ln 2", self.line(done, "1.S"))
+        self.assertIn("ln(…) is written without brackets here: ln 2, 2 ln 2",
+                      self.line(done, "1.S"))
 
     def test_a_blank_answer_is_not_yet_predicted(self):
         done = self.predict(None)
