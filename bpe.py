@@ -37,11 +37,11 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     import re
     from collections import Counter, defaultdict
 
-    from common.checks import NotANumber, check_callable, int_of, said
+    from common.checks import check_callable, said
     from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
                             show)
     from common.golden import to_json
-    from common.safe_io import check_output_path, read_text, write_atomic
+    from common.safe_io import check_output_path, read_json, read_text, write_atomic
 except KeyboardInterrupt:
     if sys.stderr:
         print("error: interrupted", file=sys.stderr)
@@ -270,18 +270,8 @@ class Tokenizer:
         ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long
         number, over-deep nesting, a file over the size cap included), and OSError when it cannot
         be read."""
-        text = read_text(path)          # raises TypeError for a path that is no file name
+        data = read_json(path, "a tokenizer")   # raises TypeError for a path that is no file name
         name = os.path.basename(path)
-        try:
-            data = json.loads(text, parse_int=int_of)
-        except RecursionError:
-            raise ValueError(f"{name} is nested too deeply to be a tokenizer") from None
-        except NotANumber as e:
-            raise ValueError(f"{name}: {e}") from None
-        except ValueError as e:    # bad JSON, or a number of more digits than int() takes
-            raise ValueError(f"{name} is not valid JSON: {e}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{name} must hold a JSON object, got {type(data).__name__}")
         version = data.get("version")
         if type(version) is not int or version != FORMAT_VERSION:
             raise ValueError(f"{name} must have \"version\": {FORMAT_VERSION} (an integer), "

@@ -20,7 +20,6 @@ cannot know.
 import sys
 
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import json
     import os
     from textwrap import fill
 
@@ -28,7 +27,7 @@ try:                        # Ctrl-C while the modules load: one line and exit 1
     from common import checks
     from common.cli import OneLineParser, guarded, show
     from common.golden import to_json, write_or_check
-    from common.safe_io import read_text
+    from common.safe_io import read_json
     from common.views import positions_text, text_table, token_labels
     from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
 except KeyboardInterrupt:
@@ -48,10 +47,8 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
     file when it is not such a trace: not a JSON object, a key missing, or a sentence, tokens,
     params or x that the layer or the view would refuse (that refusal, said of the file)."""
     name = os.path.basename(path)
+    trace = read_json(path, "the lesson's recorded trace", then="run trace_attention.py --write")
     try:
-        trace = json.loads(read_text(path), parse_int=checks.int_of)
-        if type(trace) is not dict:
-            raise TypeError(f"expected a JSON object, got {type(trace).__name__}")
         sentence, tokens, params, x = (trace[key] for key in ("sentence", "tokens", "params", "x"))
         if type(sentence) is not str:
             raise TypeError(f"the sentence must be a str, got {type(sentence).__name__}")
@@ -62,10 +59,7 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
             raise ValueError(f"expected one row of x per token, got {rows} rows and "
                              f"{len(tokens)} tokens")
         attention_forward(params, x)                # numbers the layer can run on
-    except RecursionError:
-        raise ValueError(f"{name} is nested too deeply to be the lesson's recorded trace: run "
-                         f"trace_attention.py --write") from None
-    except (ValueError, KeyError, TypeError) as e:     # not JSON, or JSON that is not a trace
+    except (ValueError, KeyError, TypeError) as e:     # JSON that is not a trace
         raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
                          f"run trace_attention.py --write") from None
     return sentence, tokens, params, x

@@ -62,19 +62,17 @@ import sys
 try:                        # Ctrl-C while the modules load: one line and exit 130, as later
     import argparse
     import contextlib
-    import json
     import os
     import signal
     from concurrent.futures import ProcessPoolExecutor
 
     from attention import attention_forward, causal_mask
-    from common.checks import int_of
     from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
                             note, save_view, show)
     from common.export import export_text
     from common.golden import rounded, to_json, write_or_check
 
-    from common.safe_io import read_text, write_atomic
+    from common.safe_io import read_json, write_atomic
     from common.views import heatmaps_svg, panel, text_table, token_labels
     from training.model import embed, layer
     from training.model import predict as predict_one_layer
@@ -456,11 +454,11 @@ def _two_layers(args):
     if args.export is not None:
         check_outputs([("--export", args.export, None)])
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
-        model = given_layer.read_model(read_text(TWO_MODEL_PATH))
+        model = given_layer.read_model(TWO_MODEL_PATH)
         save_view(args.export, story_attention(model, text), None)
         return 0
     if args.story is not None:
-        model = given_layer.read_model(read_text(TWO_MODEL_PATH))
+        model = given_layer.read_model(TWO_MODEL_PATH)
         answer, weights = given_layer.predict(model, args.story)
         show(_story_json({"answer": answer, "tokens": [t for t, _ in weights],
                           "weights": [w for _, w in weights]}) if args.json else
@@ -492,12 +490,11 @@ def _two_layers(args):
 def _check_two_layers():
     """--check of two-layer-run.json: the first given_layer.PREFIX batches of its seed trained
     again, their loss and weights bit for bit as recorded (the whole run takes minutes)."""
-    try:
-        recorded = json.loads(read_text(TWO_RUN_PATH))["prefix"]
-        seed = recorded["seed"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"two-layer-run.json holds no recorded prefix ({type(e).__name__}: {e}): "
-                         f"run --layers 2 --write") from None
+    record = read_json(TWO_RUN_PATH, "the two-layer run", then="run --layers 2 --write")
+    recorded = record.get("prefix")
+    if not isinstance(recorded, dict) or "seed" not in recorded:
+        raise ValueError("two-layer-run.json holds no recorded prefix: run --layers 2 --write")
+    seed = recorded["seed"]
     fresh = given_layer.prefix(seed)
     if fresh != recorded:
         return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} differ "
@@ -526,11 +523,8 @@ def _model(seed, steps, texts):
 def _recorded():
     """training-run.json as written by --write: the run of seed 1 and a row for each seed. Raises
     ValueError when it is not."""
-    try:
-        recorded = json.loads(read_text(RUN_PATH), parse_int=int_of)
-    except ValueError as e:     # bad JSON, or an integer of more than 309 digits
-        raise ValueError(f"training-run.json is not valid JSON ({e}): run --write") from None
-    if (not isinstance(recorded, dict) or not isinstance(recorded.get("run"), dict)
+    recorded = read_json(RUN_PATH, "the recorded training run", then="run --write")
+    if (not isinstance(recorded.get("run"), dict)
             or not isinstance(recorded.get("seeds"), list)
             or len(recorded["seeds"]) != RECORDED_SEEDS):
         raise ValueError(f"training-run.json must hold the run of seed 1 and {RECORDED_SEEDS} "

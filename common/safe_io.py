@@ -2,6 +2,8 @@
 
     read_text(path)                   a UTF-8 file of at most 8 MB, a leading byte-order mark
                                       removed and "\r\n" read as "\n", or a ValueError naming it
+    read_json(path, what)             the JSON object such a file holds, read strictly, or a
+                                      ValueError naming the file and what it should be
     write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
                                       interrupted write leaves the old file as it was
     check_output_path(path, own, others)  refuse an empty path, the project's own files (but the
@@ -9,19 +11,22 @@
                                       other file the command reads or writes
     project_files()                   the project's files, as PROJECT_FILES lists them
 
-Every file the project reads goes through read_text, and every recorded file, saved tokenizer, SVG
-and benchmark record through write_atomic. A write that was killed (SIGKILL, a power cut) leaves
-its temporary file, named after its target and its process: the next write to that target removes
-it.
+Every file the project reads goes through read_text, and every JSON file through read_json;
+every recorded file, saved tokenizer, SVG and benchmark record through write_atomic. A write that
+was killed (SIGKILL, a power cut) leaves its temporary file, named after its target and its
+process: the next write to that target removes it.
 """
 
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import signal
 import stat
 import tempfile
+
+from common.checks import NotANumber, int_of
 
 MAX_RECORDED_BYTES = 8 * 2 ** 20   # far more than any recorded file; a larger one is refused
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the project folder
@@ -49,6 +54,30 @@ def read_text(path, limit=MAX_RECORDED_BYTES, as_it_is=False):
         raise ValueError(f"{name} is not UTF-8 text: byte {e.start} is "
                          f"{data[e.start]:#04x}") from None
     return text if as_it_is else text.replace("\r\n", "\n")
+
+
+def read_json(path, what, expected="a JSON object", parse_float=float, then="", text=None):
+    """The JSON object in the file at path (or in text, its text if read already), read strictly:
+    no integer of over 309 digits (int_of), no decimal that parse_float refuses (float_of: 1e400).
+    what names what the file should be ("a tokenizer"), expected what it must hold, then what to
+    do about a file that is not ("run --write"). Raises ValueError naming the file for read_text's
+    reasons, bad JSON, such a number, too deep a nesting or no object; OSError when unreadable."""
+    try:
+        text = read_text(path) if text is None else text
+        name = os.path.basename(path) or path
+        try:
+            data = json.loads(text, parse_float=parse_float, parse_int=int_of)
+        except RecursionError:
+            raise ValueError(f"{name} is nested too deeply to be {what}") from None
+        except NotANumber as e:
+            raise ValueError(f"{name}: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{name} is not valid JSON: {e}") from None
+        if type(data) is not dict:
+            raise ValueError(f"{name} must hold {expected}, got {type(data).__name__}")
+    except ValueError as e:
+        raise ValueError(f"{e}: {then}" if then else str(e)) from None
+    return data
 
 
 def _check_path(path, what=""):

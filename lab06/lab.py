@@ -25,7 +25,6 @@ Changes of Q, K, V and the mask come first, in the order given, then attend; a s
 its row's softmax, a weight change the mixture; the bugs follow the first kind alone.
 """
 
-import json
 import math
 import os
 import re
@@ -33,11 +32,10 @@ from fractions import Fraction
 from math import fsum
 
 from attention import causal_mask, matmul, softmax_row, transpose
-from common.checks import (MAX_POSITIONS, NotANumber, check_matrix, check_number, float_of, int_of,
-                           kind, said)
+from common.checks import MAX_POSITIONS, check_matrix, check_number, float_of, kind, said
 from lab06.head import attend, attention, check_allowed, masked_softmax
 from common.golden import changed_rows
-from common.safe_io import read_text
+from common.safe_io import read_json
 from common.views import MAX_TOKENS, TOLERANCE, exact_fraction, number, subscript
 
 # kept exact in floating point, not rounded: the scores come out as ln 2 · X·Xᵀ
@@ -423,20 +421,9 @@ def read_head(path):
     """A head from a JSON file {"X": …, "WQ": …, "WK": …, "WV": …} with an optional
     "allowed" (default: causal). At most MAX_HEAD_POSITIONS positions and widths of at most
     MAX_WIDTH; raises ValueError naming the file and what is wrong, with the lab's rejections."""
+    # 1e-400 is refused, not read as 0
+    data = read_json(path, "a head", "a JSON object with X, WQ, WK and WV", parse_float=float_of)
     name = os.path.basename(path)
-    text = read_text(path)                # its own errors name the file
-    try:
-        # 1e-400 is refused, not read as 0; an integer of 5000 digits in the project's words
-        data = json.loads(text, parse_float=float_of, parse_int=int_of)
-    except RecursionError:
-        raise ValueError(f"{name} is nested too deeply to be a head") from None
-    except NotANumber as e:
-        raise ValueError(f"{name}: {e}") from None
-    except ValueError as e:
-        raise ValueError(f"{name} is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{name} must hold a JSON object with X, WQ, WK and WV, "
-                         f"got {type(data).__name__}")
     missing = [key for key in ("X", "WQ", "WK", "WV") if key not in data]
     unknown = sorted(set(data) - {"X", "WQ", "WK", "WV", "allowed"})
     if missing or unknown:

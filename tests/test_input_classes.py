@@ -597,10 +597,36 @@ class RecordedFilesAreNamedWhenBroken(MessageAssertions, unittest.TestCase):
             with self.subTest(what), tempfile.TemporaryDirectory() as tmp:
                 write(os.path.join(tmp, "attention-trace.json"), json.dumps(broken))
                 done = run_script("step_attention.py", folder=tmp)
-                self.assertOneLineError(done, "attention-trace.json is not the lesson's "
-                                              "recorded trace")
+                self.assertOneLineError(done, "attention-trace.json ")
+                self.assertTrue(done.stderr.endswith(": run trace_attention.py --write\n"),
+                                done.stderr)
                 self.assertEqual(done.stdout, "")
 
+    def test_a_damaged_recorded_file_is_refused_naming_it_and_what_to_run(self):
+        story = "mia has a red ball. the ball is"
+        readers = (("attention-trace.json", ["step_attention.py"],
+                    "run trace_attention.py --write"),
+                   ("trained-model.json", ["train_attention.py", "--story", story],
+                    "run train_attention.py --write"),
+                   ("two-layer-model.json", ["train_attention.py", "--layers", "2", "--story",
+                                             story], "run train_attention.py --layers 2 --write"),
+                   ("training-run.json", ["train_attention.py", "--check"], "run --write"),
+                   ("two-layer-run.json", ["train_attention.py", "--layers", "2", "--check"],
+                    "run --layers 2 --write"))
+        damages = {"bad JSON": ("{", "is not valid JSON: Expecting"),
+                   "nested": ("[" * 100_000, "is nested too deeply to be "),
+                   "no object": ("[]", "must hold a JSON object, got list"),
+                   "a huge integer": ('{"n": %s}' % ("9" * 400), ": 999999999999… is an "
+                                                                 "integer of 400 digits")}
+        for name, (script, *args), then in readers:
+            for what, (text, fragment) in damages.items():
+                with self.subTest(name=name, damage=what), tempfile.TemporaryDirectory() as tmp:
+                    os.makedirs(os.path.join(tmp, "training"))
+                    write(os.path.join(tmp, "training" if "train" in script else "", name), text)
+                    done = run_script(script, *args, folder=tmp)
+                    self.assertOneLineError(done, fragment)
+                    self.assertTrue(done.stderr.startswith(f"error: {name}"), done.stderr)
+                    self.assertTrue(done.stderr.endswith(f": {then}\n"), done.stderr)
 
 if __name__ == "__main__":
     unittest.main()

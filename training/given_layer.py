@@ -27,6 +27,7 @@ from operator import mul
 
 from attention import add, unchecked
 from common import checks
+from common.safe_io import read_json
 from training import model as one_layer
 from training import train as one_layer_train
 from training.adam import Adam
@@ -215,12 +216,13 @@ def model_record(model, seed):
     return {"seed": seed, "layers": 2, "params": model["params"]}
 
 
-def read_model(text):
-    """The model a record's text holds, as train_model returns it. Raises ValueError naming what
-    is wrong unless it holds every weight, each a matrix of numbers."""
-    record = json.loads(text)
+def read_model(path):
+    """The model the record at path holds, as train_model returns it. Raises ValueError naming
+    what is wrong unless it holds every weight, each a matrix of numbers."""
+    record = read_json(path, "the two-layer model",
+                       then="run train_attention.py --layers 2 --write")
     names = ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2")
-    if not isinstance(record, dict) or sorted(record.get("params", ())) != sorted(names):
+    if not isinstance(record.get("params"), dict) or sorted(record["params"]) != sorted(names):
         raise ValueError(f"two-layer-model.json must hold the weights {', '.join(names)}: run "
                          f"train_attention.py --layers 2 --write")
     for name in names:

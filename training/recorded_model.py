@@ -15,12 +15,11 @@ and compares both. What it leaves out: Adam's running means (the record answers 
 not resume training).
 """
 
-import json
 import os
 
 from bpe import Tokenizer
-from common.checks import check_matrix, int_of
-from common.safe_io import read_text
+from common.checks import check_matrix
+from common.safe_io import read_json, read_text
 
 from training.stories import COLOURS
 
@@ -84,7 +83,9 @@ def read_model(path):
     reads the file many times parses and checks it once."""
     text = read_text(path)
     if _last_read.get("text") != text:
-        _last_read.update(text=text, model=_parsed(text, os.path.basename(path)))
+        record = read_json(path, "a trained model", then="run train_attention.py --write",
+                           text=text)
+        _last_read.update(text=text, model=model_from_record(record, os.path.basename(path)))
     model = _last_read["model"]
     return dict(model, params={name: [list(row) for row in matrix]
                                for name, matrix in model["params"].items()})
@@ -93,11 +94,3 @@ def read_model(path):
 _last_read = {}     # the text read_model last read, and the model it made
 
 
-def _parsed(text, name):
-    """model_from_record of a file's text; name is the file's, for the errors."""
-    try:
-        record = json.loads(text, parse_int=int_of)
-    except ValueError as e:     # bad JSON, or an integer of more than 309 digits
-        raise ValueError(f"{name} is not valid JSON ({e}): run train_attention.py "
-                         f"--write") from None
-    return model_from_record(record, name)
