@@ -24,28 +24,23 @@ This module does not handle characters outside the alphabet (they raise ValueErr
 nothing of bytes or Unicode normalization.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.checks import check_callable, said
+import contextlib
+import functools
+import gc
+import heapq
+import json
+import math
+import os
+import re
 import sys
+from collections import Counter, defaultdict
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import contextlib
-    import functools
-    import gc
-    import heapq
-    import json
-    import math
-    import os
-    import re
-    from collections import Counter, defaultdict
-
-    from common.checks import check_callable, said
-    from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
-                            show)
-    from common.golden import to_json
-    from common.safe_io import check_output_path, read_json, read_text, write_atomic
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
+                        show)
+from common.golden import to_json
+from common.safe_io import check_output_path, read_json, read_text, write_atomic
 
 FORMAT_VERSION = 1
 CHUNK_CACHE_SIZE = 2 ** 16   # distinct chunks whose ids a tokenizer remembers

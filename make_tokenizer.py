@@ -13,18 +13,13 @@ lesson does not quote are this reconstruction's own.
 Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, guarded
+import os
 import sys
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import os
-
-    from bpe import Tokenizer
-    from common.cli import OneLineParser, guarded
-    from common.golden import to_json, write_or_check
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from bpe import Tokenizer
+from common.golden import to_json, write_or_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "tokenizer.json")

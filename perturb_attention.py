@@ -49,28 +49,23 @@ layer uses. A view shows a number as a fraction only where it lies within 1e-9 o
 denominator of at most 100.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import (NotANumber, check_outputs, check_stdout, decimal, fail, guarded,
+                        integer, parse_trace_args, save_views, show, show_json,
+                        trace_parser)
+import argparse
+import os
 import sys
+import time
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import argparse
-    import os
-    import time
-
-    from common.cli import (NotANumber, check_outputs, check_stdout, decimal, fail, guarded,
-                            integer, parse_trace_args, save_views, show, show_json,
-                            trace_parser)
-    from common.export import export_text
-    from common.golden import rounded, to_json, write_or_check
-    from common.safe_io import write_atomic
-    from common.views import MAX_TOKENS
-    from lab06 import lab as lab06
-    from lab06.lab import DIGITS, HEAD, position_labels
-    from lab06.page import lab_page
-    from lab06.tables import changes_table, lab_svg, part_one_table
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from common.export import export_text
+from common.golden import rounded, to_json, write_or_check
+from common.safe_io import write_atomic
+from common.views import MAX_TOKENS
+from lab06 import lab as lab06
+from lab06.lab import DIGITS, HEAD, position_labels
+from lab06.page import lab_page
+from lab06.tables import changes_table, lab_svg, part_one_table
 
 TRACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab06", "perturb-trace.json")
 PAGE = os.path.join("lab06", "lab06-explorer.html")     # the view --html records

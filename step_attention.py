@@ -17,23 +17,18 @@ not; with no mask or the zero-score bug a later token changes the earlier rows, 
 cannot know.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common import checks
+import os
 import sys
+from textwrap import fill
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import os
-    from textwrap import fill
-
-    from attention import MASK_MODES, attention_forward
-    from common import checks
-    from common.cli import OneLineParser, guarded, show
-    from common.golden import to_json, write_or_check
-    from common.safe_io import read_json
-    from common.views import positions_text, text_table, token_labels
-    from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from attention import MASK_MODES, attention_forward
+from common.cli import OneLineParser, guarded, show
+from common.golden import to_json, write_or_check
+from common.safe_io import read_json
+from common.views import positions_text, text_table, token_labels
+from kv_cache.step import attention_step, kv_trace, matches_full_pass, row_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LESSON_TRACE_PATH = os.path.join(HERE, "attention-trace.json")

@@ -20,29 +20,24 @@ which output rows move, and checks the hand-written backward pass against centra
 loss Σ out·r.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.checks import check_made, check_matrix, check_seed
+import argparse
+import math
+import os
+import random
 import sys
+from math import fsum
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import argparse
-    import math
-    import os
-    import random
-    from math import fsum
-
-    from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
-    from bpe import Tokenizer, chunks
-    from common.checks import check_made, check_matrix, check_seed
-    from common.cli import check_outputs, guarded, parse_trace_args, save_views, show, trace_parser
-    from common.export import export_text
-    from common.golden import changed_rows, rounded, to_json, write_or_check
-    from common.gradcheck import central_differences, max_err
-    from common.views import (MAX_TOKENS, heatmaps_svg, panel, positions_text, text_table,
-                              token_labels)
-    from explorer.page import lesson_page
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
+from bpe import Tokenizer, chunks
+from common.cli import check_outputs, guarded, parse_trace_args, save_views, show, trace_parser
+from common.export import export_text
+from common.golden import changed_rows, rounded, to_json, write_or_check
+from common.gradcheck import central_differences, max_err
+from common.views import (MAX_TOKENS, heatmaps_svg, panel, positions_text, text_table,
+                          token_labels)
+from explorer.page import lesson_page
 
 D_MODEL = 4
 D_HEAD = 2

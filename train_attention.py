@@ -57,40 +57,35 @@ What the one-layer model leaves out: batches, dropout, normalization, a second l
 two-layer model's layer 1 is given, not learned).
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
+                        note, save_view, show)
+import argparse
+import contextlib
+import os
+import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import argparse
-    import contextlib
-    import os
-    import signal
-    from concurrent.futures import ProcessPoolExecutor
+from attention import attention_forward, causal_mask
+from common.export import export_text
+from common.golden import rounded, to_json, write_or_check
 
-    from attention import attention_forward, causal_mask
-    from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
-                            note, save_view, show)
-    from common.export import export_text
-    from common.golden import rounded, to_json, write_or_check
-
-    from common.safe_io import read_json, write_atomic
-    from common.views import heatmaps_svg, panel, text_table, token_labels
-    from training.model import embed, layer
-    from training.model import predict as predict_one_layer
-    from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
-                                  training_tokenizer)
-    from training.tables import (cannot_line, held_out_table, seed_row, seeds_header,
-                                 seeds_line, two_layer_table)
-    from training.train import LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run
-    from training.train import train_model as train_one_layer
-    from training import given_layer, induction, two_layers
-    from training.interventions import (evidence, intervene, intervention_table, patch,
-                                        patch_svg, patch_table)
-    from training.recorded_model import model_from_record, model_record, read_model
-    from training.rule import rule_record
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from common.safe_io import read_json, write_atomic
+from common.views import heatmaps_svg, panel, text_table, token_labels
+from training.model import embed, layer
+from training.model import predict as predict_one_layer
+from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
+                              training_tokenizer)
+from training.tables import (cannot_line, held_out_table, seed_row, seeds_header,
+                             seeds_line, two_layer_table)
+from training.train import LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run
+from training.train import train_model as train_one_layer
+from training import given_layer, induction, two_layers
+from training.interventions import (evidence, intervene, intervention_table, patch,
+                                    patch_svg, patch_table)
+from training.recorded_model import model_from_record, model_record, read_model
+from training.rule import rule_record
 
 __all__ = ["COLOURS", "NAMES", "OBJECTS", "train_model", "predict", "recorded_model",
            "intervene", "patch", "main"]   # from Python

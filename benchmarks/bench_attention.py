@@ -39,26 +39,21 @@ on every prefix, keeping the last row. Columns:
                               arithmetic alone predicts
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, Report, guarded
+import math
+import os
+import random
+import statistics
 import sys
+import time
+import tracemalloc
+from math import fsum
+from operator import mul
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import math
-    import os
-    import random
-    import statistics
-    import time
-    import tracemalloc
-    from math import fsum
-    from operator import mul
-
-    from attention import attention_backward, attention_forward, init_attention
-    from benchmarks.reference import listing
-    from common.cli import OneLineParser, Report, guarded
-    from kv_cache.step import cache_multiply_adds, recompute_multiply_adds, steps
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from attention import attention_backward, attention_forward, init_attention
+from benchmarks.reference import listing
+from kv_cache.step import cache_multiply_adds, recompute_multiply_adds, steps
 
 D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")

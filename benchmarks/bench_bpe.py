@@ -21,22 +21,17 @@ and checks that they learn the same merges (the Rust trainer: the same vocabular
 a word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, Report, guarded
+import importlib.util
+import os
 import sys
+import time
+from collections import Counter
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import importlib.util
-    import os
-    import time
-    from collections import Counter
-
-    from benchmarks.reference import corpus
-    from bpe import recount_merges, train, train_plain, word_counts
-    from common.cli import OneLineParser, Report, guarded
-    from common.safe_io import read_text
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from benchmarks.reference import corpus
+from bpe import recount_merges, train, train_plain, word_counts
+from common.safe_io import read_text
 
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-bpe.txt")
 ALPHABET = set("\n !,.?abcdefghijklmnopqrstuvwxyz")     # the lesson's tokenizer's 32 characters

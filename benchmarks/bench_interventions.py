@@ -11,20 +11,14 @@ Each command runs as a learner runs it, `python3 train_attention.py …` in a pr
 run, the median and the slowest of 5.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, Report, guarded
+import os
+import statistics
+import subprocess
 import sys
-
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import os
-    import statistics
-    import subprocess
-    import tempfile
-    import time
-
-    from common.cli import OneLineParser, Report, guarded
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD_PATH = os.path.join(HERE, "benchmarks", "bench-interventions.txt")

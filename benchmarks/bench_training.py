@@ -10,23 +10,18 @@ tokens of the prompts it trained on (every step's story, as train_model draws th
 cost of one token of story in one step, forward and back and Adam's update.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, Report, guarded
+import os
+import random
+import re
+import statistics
+import subprocess
 import sys
+import time
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import os
-    import random
-    import re
-    import statistics
-    import subprocess
-    import time
-
-    from common.cli import OneLineParser, Report, guarded
-    from training.stories import question, stories, training_tokenizer
-    from training.train import SEED, STEPS
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from training.stories import question, stories, training_tokenizer
+from training.train import SEED, STEPS
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD_PATH = os.path.join(HERE, "benchmarks", "bench-training.txt")

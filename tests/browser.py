@@ -15,28 +15,23 @@ missing() says why no browser can run here (None when chromium and chromedriver 
 chromium, and every WebDriver command the tests do not use.
 """
 
+# first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
+from common.cli import OneLineParser, check_outputs, guarded, integer, save_view
+import base64
+import errno
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import quote
 
-try:                        # Ctrl-C while the modules load: one line and exit 130, as later
-    import base64
-    import errno
-    import json
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-    import time
-    import urllib.error
-    import urllib.request
-    from urllib.parse import quote
-
-    from common.cli import OneLineParser, check_outputs, guarded, integer, save_view
-    from common import safe_io
-    from common.safe_io import write_atomic
-except KeyboardInterrupt:
-    if sys.stderr:
-        print("error: interrupted", file=sys.stderr)
-    sys.exit(130)
+from common import safe_io
+from common.safe_io import write_atomic
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SCREENSHOT = os.path.join("explorer", "attention-explorer.png")   # the picture the README shows
