@@ -1,7 +1,7 @@
 """The middle of attention.py's layer (scores, weights, mixed and their gradients) over a mask of
 any shape: what Lab 06, the KV cache and the training model call.
 
-    attention_core(q, k, v, allowed, blocked_score)   scores, weights and mixed
+    attention_core(q, k, v, allowed, blocked_score)   raw_scores, scores, weights and mixed
     attention_core_backward(cache, d_mixed)           (d_q, d_k, d_v)
 
 q is (T, d), k (S, d), v (S, d_v) and allowed (T, S): allowed[i][j] is True when query i may
@@ -20,8 +20,9 @@ from attention import unchecked
 
 
 def attention_core(q, k, v, allowed, blocked_score=-math.inf):
-    """scores (T, S), weights (T, S) and mixed (T, d_v) of q (T, d), k (S, d), v (S, d_v) and
-    allowed (T, S), as a dict with q, k, v, allowed, blocked_score and scale too."""
+    """raw_scores (T, S) before the mask, scores (T, S) as masked, weights (T, S) and mixed
+    (T, d_v) of q (T, d), k (S, d), v (S, d_v) and allowed (T, S), under attention_forward's
+    names, as a dict with q, k, v, allowed, blocked_score and scale too."""
     scale = 1 / math.sqrt(len(q[0]))
     raw_scores = [[s * scale for s in row] for row in unchecked.matmul(q, unchecked.transpose(k))]
     scores = [[s if ok else blocked_score for s, ok in zip(row, ok_row)]
@@ -29,7 +30,8 @@ def attention_core(q, k, v, allowed, blocked_score=-math.inf):
     weights = [unchecked.softmax_row(row) for row in scores]
     mixed = unchecked.matmul(weights, v)
     return {"q": q, "k": k, "v": v, "allowed": allowed, "blocked_score": blocked_score,
-            "scale": scale, "scores": scores, "weights": weights, "mixed": mixed}
+            "scale": scale, "raw_scores": raw_scores, "scores": scores, "weights": weights,
+            "mixed": mixed}
 
 
 def attention_core_backward(cache, d_mixed):

@@ -2,8 +2,8 @@
 boolean mask, each checked at its door, then computed by core/masked.py's lines.
 
     masked_softmax(scores, allowed)            one row's softmax, a blocked source (False) −∞ first
-    attend(q, k, v, allowed, blocked_score)    scores, weights and mixed of q (T, d), k (S, d),
-                                               v (S, d_v) and allowed (T, S)
+    attend(q, k, v, allowed, blocked_score)    raw_scores, scores, weights and mixed of q (T, d),
+                                               k (S, d), v (S, d_v) and allowed (T, S)
     attend_backward(cache, d_mixed)            (d_q, d_k, d_v) of what attend returned
     attention(Q, K, V, allowed)                the lab's names for attend's: scores (before the
                                                mask), masked_scores, weights and output
@@ -50,8 +50,9 @@ def attend_backward(cache, d_mixed):
 
 def attention(Q, K, V, allowed):
     """The lab's head under the lab's (and the scaffold's) names: a dict of "scores" (T, S),
-    Q·Kᵀ/√d before the mask; "masked_scores" (T, S), −∞ where blocked (attend's "scores"); "weights"
-    (T, S); "output" (T, d_v) (attend's "mixed"). Raises as attend does.
+    Q·Kᵀ/√d before the mask (attend's "raw_scores"); "masked_scores" (T, S), −∞ where blocked
+    (attend's "scores"); "weights" (T, S); "output" (T, d_v) (attend's "mixed"). Raises as attend
+    does.
 
     >>> head = attention([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0], [4.0]],
     ...                  [[True, False], [True, True]])
@@ -59,15 +60,14 @@ def attention(Q, K, V, allowed):
     ([0.7071067811865475, -inf], [2.0])
     """
     cache = attend(Q, K, V, allowed)
-    nothing_blocked = [[True] * len(K) for _ in Q]
-    return {"scores": attend(Q, K, V, nothing_blocked)["scores"],
-            "masked_scores": cache["scores"], "weights": cache["weights"],
-            "output": cache["mixed"]}
+    return {"scores": cache["raw_scores"], "masked_scores": cache["scores"],
+            "weights": cache["weights"], "output": cache["mixed"]}
 
 
 # ---- the checks at the doors above, and lab.py's of a mask --------------------------------------
 
-_ATTEND_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "scores", "weights", "mixed")
+_ATTEND_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "raw_scores", "scores",
+                "weights", "mixed")
 
 
 def _check_bools(name, row):

@@ -1,37 +1,30 @@
 """Lab 06's head and its experiments, the library perturb_attention.py and the grader share; it
 prints nothing. The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every
 score a multiple of ln 2), WV = [[2, 0], [0, 4]], a causal mask; one head, after projection only.
-Row indices in the records are 0-based, as the lab's spec fixes them, each list beside its labels
-counted from 1 (a₃, z₃); the lab's names (v₂, q₃) and the interventions' positions count from 1.
-Each intervention starts from fresh copies of Q, K, V and the mask and changes only what it names;
-every number goes through `attend`, the core the lesson's layer uses. lab06.attention gives the
-core's numbers the lab's names ("scores" before the mask, "masked_scores", "output").
+Each run starts from fresh copies of Q, K, V and the mask, makes its changes (of Q, K, V and the
+mask, then `attend`, the core the lesson's layer uses, once; then of the scores, then of the
+weights) and is passed along, never run again: lab() and experiment() keep their runs beside the
+record, and cases() makes the views' maps of them. Row indices in the records are 0-based, as the
+lab's spec fixes them, each list beside its labels counted from 1 (a₃, z₃); the lab's names (v₂,
+q₃) and the changes' positions count from 1.
 
     projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
-    run(head, changes)                every intermediate of a head after changes, from fresh copies
-    baseline(head)                    Q, K, V, scores, masked_scores, weights, output
-    buggy_post_softmax(q, k, v, allowed)          the bug's (weights, output)
-    softmax_over_destinations(q, k, v, allowed)   the other axis: each column's softmax
-    intervene(changes, base, head)    one intervention on fresh copies, compared with the baseline
+    run(head, changes), baseline(head)            every intermediate of a head after changes
+    buggy_post_softmax(q, k, v, allowed), softmax_over_destinations(...)   a bug's (weights, output)
+    ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j), shift_values(shift)
+    offset_scores(i, c), scale_scores(i, c), set_weights(i, weights)     changes, counted from 1
     lab()                             everything perturb-trace.json records
     read_head(path), with_values(head, values)    a head of your own; values of your own
-    ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j), shift_values(shift)
-                                      changes of Q, K, V or the mask, positions counted from 1
-    offset_scores(i, c), scale_scores(i, c), set_weights(i, weights)
-                                      changes of row i's scores or weights
     experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
-
-Changes of Q, K, V and the mask come first, in the order given, then attend; a score change redoes
-its row's softmax, a weight change the mixture; the bugs follow the first kind alone.
+    cases(result)                     each map the views show, from lab()'s or experiment()'s runs
 """
 
 import math
 import os
 import re
-from fractions import Fraction
 from math import fsum
 
-from attention import causal_mask, matmul, softmax_row, transpose
+from attention import causal_mask, matmul, transpose
 from common.checks import MAX_POSITIONS, check_matrix, check_number, float_of, kind, said
 from lab06.head import attend, attention, check_allowed, masked_softmax
 from common.golden import changed_rows
@@ -56,9 +49,8 @@ MAX_HEAD_POSITIONS = 128              # its most positions: a dozen (T, T) maps;
 
 
 def projected(head=HEAD):
-    """Fresh Q = X·WQ, K = X·WK, V = X·WV (or the head's own "V") and a copy of the allowed mask:
-    new lists on every call. The lab's head by default: each (3, 2), and the causal (3, 3) mask.
-    Raises ValueError for a head without one of them, and as matmul does."""
+    """Fresh Q = X·WQ, K = X·WK, V = X·WV (or the head's own "V"), each (T, d), and a copy of the
+    (T, T) mask. Raises ValueError for a head without one of them, and as matmul does."""
     if not isinstance(head, dict):
         raise TypeError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed, got "
                         f"{type(head).__name__}")
@@ -79,8 +71,8 @@ def everything_allowed(q, k):
 
 def buggy_post_softmax(q, k, v, allowed):
     """The deliberate bug: softmax over every source, then zero the blocked weights without
-    renormalizing. Returns (weights, output). The future has already entered each row's
-    denominator. Raises ValueError as attend does, for the mask too."""
+    renormalizing, so the future has entered each row's denominator. Returns (weights, output).
+    Raises ValueError as attend does, for the mask too."""
     check_allowed(allowed, len(q), len(k))
     unmasked_weights = attend(q, k, v, everything_allowed(q, k))["weights"]
     weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)]
@@ -89,9 +81,9 @@ def buggy_post_softmax(q, k, v, allowed):
 
 
 def softmax_over_destinations(q, k, v, allowed):
-    """The softmax taken over the wrong axis: each column's, over the destinations (queries)
-    allowed to read that source, so that each column sums to 1 and the rows do not. A source that
-    no query may read gets no weight. Returns (weights, output)."""
+    """The softmax over the wrong axis: each column's, over the queries allowed to read that
+    source, so the columns sum to 1 and the rows do not; a source no query reads gets no weight.
+    Returns (weights, output)."""
     masked_scores = attend(q, k, v, allowed)["scores"]
     columns = [masked_softmax(column, ok) if any(ok) else [0.0] * len(column)
                for column, ok in zip(transpose(masked_scores), transpose(allowed))]
@@ -108,8 +100,7 @@ def _stage(change):
 
 
 def checked_changes(changes):
-    """changes as a list, each made by one of this module's change builders (ablate_value,
-    set_query, scale_key, block, shift_values, offset_scores, set_weights), or a TypeError."""
+    """changes as a list, each made by one of this module's change builders, or a TypeError."""
     if isinstance(changes, (str, bytes, dict)) or not hasattr(changes, "__iter__"):
         raise TypeError(f"changes must be a list of changes, got {type(changes).__name__}")
     changes = list(changes)
@@ -122,10 +113,8 @@ def checked_changes(changes):
 
 def run(head=HEAD, changes=()):
     """Every intermediate of a head after changes, from fresh copies: q, k, v, allowed, scores
-    (before the mask), masked_scores, weights and output. The changes of Q, K, V and the mask go
-    first, in order, then attend; score changes redo their rows' softmax with the core's
-    masked_softmax, weight changes the mixture with the core's matmul. Raises TypeError for a
-    change that none of this module's change builders made."""
+    (before the mask), masked_scores, weights and output. Raises TypeError for a change that none
+    of this module's change builders made."""
     changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
     inputs = [change for change in changes if _stage(change) == "inputs"]
@@ -161,37 +150,42 @@ def run(head=HEAD, changes=()):
 
 def baseline(head=HEAD):
     """Q, K, V, the scores before and after the mask, the weights and the output of a head."""
-    first = run(head)
+    return baseline_of(run(head))
+
+
+def baseline_of(first):
+    """baseline's dict of a run already made."""
     return {"Q": first["q"], "K": first["k"], "V": first["v"], "scores": first["scores"],
             "masked_scores": first["masked_scores"], "weights": first["weights"],
             "output": first["output"]}
 
 
-def intervene(changes, base, head=HEAD):
-    """Apply changes to fresh copies, run the head, and compare with the baseline (what
-    baseline(head) returned)."""
-    if not isinstance(base, dict) or "weights" not in base or "output" not in base:
-        raise ValueError("base must be what baseline(head) returned, with weights and output")
-    after = run(head, changes)
+def compared(base, after):
+    """after's weights and output, and the rows that changed from base (what baseline returned),
+    0-based, each list beside its labels counted from 1 (a₃, z₃)."""
     return with_labels({"weights": after["weights"], "output": after["output"],
                         "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
                         "output_rows_changed": changed_rows(base["output"], after["output"])})
 
 
 def with_labels(section):
-    """section with weight_rows_changed_labels and output_rows_changed_labels beside the 0-based
-    rows: the rows the lab's way, a₃ and z₃ counted from 1."""
+    """section with, beside its 0-based weight_rows_changed and output_rows_changed, their labels
+    counted from 1 (a₃, z₃)."""
     for key, letter in (("weight_rows_changed", "a"), ("output_rows_changed", "z")):
         section[key + "_labels"] = [f"{letter}{subscript(i + 1)}" for i in section[key]]
     return section
 
 
+def inputs_of(after):
+    """(q, k, v, allowed) of a run: what the buggy procedures take."""
+    return after["q"], after["k"], after["v"], after["allowed"]
+
+
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def _position(n, what):
-    """Raise TypeError unless n is an int (not a bool): a position, counted from 1; ValueError for
-    one beyond any head's MAX_POSITIONS (its description could not even print it). Whether it is
-    a position of the head at hand is the change's to say, when it meets the head."""
+    """Raise TypeError unless n is an int (not a bool), ValueError beyond MAX_POSITIONS; whether it
+    is a position of the head at hand is said when the change meets the head."""
     if type(n) is not int:
         raise TypeError(f"{what} must be a position counted from 1, an int, got {kind(n)}")
     if abs(n) > MAX_POSITIONS:
@@ -229,14 +223,20 @@ def short(x):
     return f"{x:g}" if fraction is None else str(fraction)
 
 
+def _change(change, description, stage="inputs"):
+    """change, with the description a view prints and its stage: "inputs" (change(q, k, v,
+    allowed)), "scores" (change(scores, allowed)) or "weights" (change(weights, allowed))."""
+    change.description, change.stage = description, stage
+    return change
+
+
 def ablate_value(j):
     """v_j := 0; the weights are not renormalized."""
     _position(j, "the value's position")
 
     def change(q, k, v, allowed):
         v[_index(j, len(v), "value")] = [0.0] * len(v[0])
-    change.description = f"v{subscript(j)} := 0"
-    return change
+    return _change(change, f"v{subscript(j)} := 0")
 
 
 def set_query(i, values):
@@ -249,8 +249,7 @@ def set_query(i, values):
             raise ValueError(f"query {i} needs {len(q[0])} numbers for this head, "
                              f"got {len(values)}")
         q[_index(i, len(q), "query")] = list(values)
-    change.description = f"q{subscript(i)} := {vector_text(values, short)}"
-    return change
+    return _change(change, f"q{subscript(i)} := {vector_text(values, short)}")
 
 
 def scale_key(j, c):
@@ -261,13 +260,12 @@ def scale_key(j, c):
     def change(q, k, v, allowed):
         at = _index(j, len(k), "key")
         k[at] = [c * value for value in k[at]]
-    change.description = f"k{subscript(j)} := {c:g}·k{subscript(j)}"
-    return change
+    return _change(change, f"k{subscript(j)} := {c:g}·k{subscript(j)}")
 
 
 def block(i, j):
-    """Query i may no longer read source j; source j stays in the sequence. Raises ValueError
-    when that leaves query i no source at all."""
+    """Query i may no longer read source j, which stays in the sequence. Raises ValueError when
+    that leaves query i no source at all."""
     _position(i, "the query's position")
     _position(j, "the source's position")
 
@@ -277,8 +275,7 @@ def block(i, j):
         if not any(allowed[row]):
             raise ValueError(f"blocking {i} ↛ {j} leaves query {i} no source to attend to: "
                              f"every row of the mask needs at least one allowed source")
-    change.description = f"{i} ↛ {j}"
-    return change
+    return _change(change, f"{i} ↛ {j}")
 
 
 def shift_values(shift):
@@ -290,17 +287,15 @@ def shift_values(shift):
             raise ValueError(f"the shift needs {len(v[0])} numbers for this head, got {len(shift)}")
         for row in v:
             row[:] = [a + b for a, b in zip(row, shift)]
-    change.description = f"every v_j := v_j + {vector_text(shift, short)}"
-    return change
+    return _change(change, f"every v_j := v_j + {vector_text(shift, short)}")
 
 
 MAX_OFFSET = 1e6     # an ulp of 1e6 is 1.2e-10: s + c rounds by less than the lab's 1e-9
 
 
 def offset_scores(i, c):
-    """Add c to every score of row i (a blocked one stays −∞), then take that row's softmax
-    again. A stable softmax gives the same weights, up to the rounding of s + c: within the lab's
-    TOLERANCE for |c| up to MAX_OFFSET, so a larger c is refused (1e308 would lose the scores)."""
+    """Add c to every score of row i (a blocked one stays −∞), then take its softmax again: the
+    same weights, within TOLERANCE for |c| up to MAX_OFFSET; a larger c is refused."""
     _position(i, "the row")
     check_number("the offset", c)
     if abs(c) > MAX_OFFSET:
@@ -310,31 +305,25 @@ def offset_scores(i, c):
     def change(scores, allowed):
         at = _index(i, len(scores), "row")
         scores[at] = [s + c for s in scores[at]]
-    change.stage = "scores"
-    change.description = f"row {i}'s scores + {c:g}"
-    return change
+    return _change(change, f"row {i}'s scores + {c:g}", "scores")
 
 
 def scale_scores(i, c):
-    """Multiply every score of row i by c (a blocked one stays −∞), then take that row's softmax
-    again: unlike an offset, a factor changes the weights (1000 sharpens the row toward its
-    largest score)."""
+    """Multiply every score of row i by c (a blocked one stays −∞), then take its softmax again:
+    unlike an offset, a factor changes the weights (1000 sharpens the row)."""
     _position(i, "the row")
     check_number("the factor", c)
 
     def change(scores, allowed):
         at = _index(i, len(scores), "row")
         scores[at] = [s * c if math.isfinite(s) else s for s in scores[at]]
-    change.stage = "scores"
-    change.description = f"row {i}'s scores × {c:g}"
-    return change
+    return _change(change, f"row {i}'s scores × {c:g}", "scores")
 
 
 def set_weights(i, weights):
     """a_i := weights after the softmax, a map of your own for row i; the mixture is taken again.
     Raises ValueError for a row of the wrong length, a number that is not finite, a weight below
-    0, weights whose sum is not 1 within the lab's TOLERANCE, or a weight on a source the mask
-    blocks."""
+    0, a sum that is not 1 within TOLERANCE, or a weight on a source the mask blocks."""
     _position(i, "the row")
     _numbers(weights, "the weights")
     if any(w < 0 for w in weights) or abs(fsum(weights) - 1) > TOLERANCE:
@@ -352,9 +341,7 @@ def set_weights(i, weights):
                 raise ValueError(f"query {i} may not read source {j + 1}: its weight must be 0, "
                                  f"got {w:g}")
         all_weights[at] = [float(w) for w in weights]
-    change.stage = "weights"
-    change.description = f"a{subscript(i)} := {vector_text(weights, short)}"
-    return change
+    return _change(change, f"a{subscript(i)} := {vector_text(weights, short)}", "weights")
 
 
 INTERVENTIONS = {"value_ablation": ablate_value(2), "query_perturbation": set_query(3, [1.0, 0.0]),
@@ -365,15 +352,37 @@ TITLES = {"value_ablation": "Part 2.1, value ablation: v₂ := 0",
           "future_key_perturbation": "Part 2.4, future key: k₃ := 2·k₃"}
 
 
+class Record(dict):
+    """What lab() and experiment() return: the record itself (what --json prints), and beside it,
+    recorded nowhere, runs (every intermediate of each run it was made of, by its case's key) and
+    changes (the experiment's)."""
+
+    def __init__(self, record, runs, changes=()):
+        super().__init__(record)
+        self.runs, self.changes = runs, list(changes)
+
+
+def bug_section(bug, after):
+    """A buggy procedure (a key of BUGS) on a run's q, k, v and mask: its weights, their row (and
+    for the destinations, column) sums and its output."""
+    weights, output = BUGS[bug][1](*inputs_of(after))
+    section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
+    if bug == "destinations":
+        section["column_sums"] = [fsum(column) for column in transpose(weights)]
+    section["output"] = output
+    return section
+
+
 def lab():
     """Everything the lab records, in the order perturb-trace.json keeps it."""
-    first = baseline()
-    buggy_weights, buggy_output = buggy_post_softmax(*projected())
-
-    interventions = {name: intervene([change], first) for name, change in INTERVENTIONS.items()}
-    doubled = run(HEAD, [INTERVENTIONS["future_key_perturbation"]])
+    runs = {"baseline": run()}
+    first = baseline_of(runs["baseline"])
+    interventions = {}
+    for name, change in INTERVENTIONS.items():
+        runs[name] = run(HEAD, [change])
+        interventions[name] = compared(first, runs[name])
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
-        doubled["q"], doubled["k"], doubled["v"], doubled["allowed"])[1]
+        *inputs_of(runs["future_key_perturbation"]))[1]
 
     # Checks: the same weights with every value shifted; two different maps with one mixture; and
     # the softmax's indifference to a constant added to a row.
@@ -384,8 +393,7 @@ def lab():
         "shared_value_shift": {
             "shift": VALUE_SHIFT,
             "output": shifted["output"],
-            "buggy_output": buggy_post_softmax(shifted["q"], shifted["k"], shifted["v"],
-                                               shifted["allowed"])[1],
+            "buggy_output": buggy_post_softmax(*inputs_of(shifted))[1],
         },
         "equal_mixtures": {
             "values": EQUAL_MIXTURE_VALUES,
@@ -403,16 +411,14 @@ def lab():
                                   for a, b in zip(row_a, row_b)),
         },
     }
-    return {
+    return Record({
         "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
         "baseline": first,
-        "buggy_post_softmax": {"weights": buggy_weights,
-                               "row_sums": [fsum(row) for row in buggy_weights],
-                               "output": buggy_output},
+        "buggy_post_softmax": bug_section("post-softmax", runs["baseline"]),
         "interventions": interventions,
         "checks": checks,
-        "baseline_unchanged": baseline() == first,
-    }
+        "baseline_unchanged": baseline() == first,     # a run again, from fresh copies
+    }, runs)
 
 
 # ---- experiments of your own: any head, any intervention -------------------------------------
@@ -472,43 +478,34 @@ def with_values(head, values):
     return own
 
 
+
+
 def experiment(head, changes=(), bugs=()):
-    """The head and its baseline; with changes (ablate_value, set_query, scale_key, block,
-    shift_values, offset_scores, set_weights), the one intervention they make together; with bugs
+    """The head and its baseline; with changes, the one intervention they make together; with bugs
     (names in BUGS), each buggy procedure, after the changes of Q, K, V and the mask when there are
     any, with the rows that changed from the same procedure on the unchanged head."""
     changes = checked_changes(changes)
     if isinstance(bugs, str) or any(bug not in BUGS for bug in bugs):
         raise ValueError(f"bugs must be a list of names from {', '.join(BUGS)}, got {bugs!r}")
-    base = baseline(head)
-    result = {"head": head, "baseline": base}
-    after = run(head, changes)
+    runs = {"baseline": run(head)}
+    result = {"head": head, "baseline": baseline_of(runs["baseline"])}
     if changes:
-        result["intervention"] = intervene(changes, base, head)
-        result["intervention"]["changes"] = [change.description for change in changes]
-        result["intervention"]["buggy_output"] = buggy_post_softmax(
-            after["q"], after["k"], after["v"], after["allowed"])[1]
+        after = runs["intervention"] = run(head, changes)
+        buggy = bug_section("post-softmax", after)
+        result["intervention"] = {**compared(result["baseline"], after),
+                                  "changes": [change.description for change in changes],
+                                  "buggy_output": buggy["output"]}
     for bug in bugs:
-        key, procedure = BUGS[bug]
-        weights, output = procedure(*projected(head))
-        section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
-        if bug == "destinations":
-            section["column_sums"] = [fsum(column) for column in transpose(weights)]
-        section["output"] = output
+        section = bug_section(bug, runs["baseline"])
         if changes:
-            new_weights, new_output = procedure(after["q"], after["k"], after["v"],
-                                                after["allowed"])
-            section = {"changes": result["intervention"]["changes"], "weights": new_weights,
-                       "row_sums": [fsum(row) for row in new_weights]}
-            if bug == "destinations":
-                section["column_sums"] = [fsum(column) for column in transpose(new_weights)]
-            section.update({"output": new_output, "baseline_weights": weights,
-                            "baseline_output": output,
-                            "weight_rows_changed": changed_rows(weights, new_weights),
-                            "output_rows_changed": changed_rows(output, new_output)})
-            with_labels(section)
-        result[key] = section
-    return result
+            new = buggy if bug == "post-softmax" else bug_section(bug, after)
+            section = with_labels({
+                "changes": result["intervention"]["changes"], **new,
+                "baseline_weights": section["weights"], "baseline_output": section["output"],
+                "weight_rows_changed": changed_rows(section["weights"], new["weights"]),
+                "output_rows_changed": changed_rows(section["output"], new["output"])})
+        result[BUGS[bug][0]] = section
+    return Record(result, runs, changes)
 
 
 # ---- what a view shows -------------------------------------------------------------------------
@@ -526,62 +523,62 @@ def _blocked(allowed):
     return [[not ok for ok in row] for row in allowed]
 
 
-def cases(result, head=HEAD, changes=()):
-    """Each map a view shows, as a dict: key (baseline, an intervention's name, intervention, or a
-    bug's name as --bug takes it), changes (what was applied to fresh copies), title, subtitle,
-    scores (masked; None for a bug), weights, output, hatched (blocked by the mask), zeroed (set to
-    0 after the softmax), the rows of A and Z that changed, and before (the case it is compared
-    with, or None). For the lab's result, or an experiment's with the changes it made; the views of
-    perturb_attention.py and explorer.py show them."""
-    if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
+def cases(result):
+    """Each map a view shows, made of result's runs (result: what lab() or experiment() returned),
+    as a dict: key (baseline, an intervention's name, intervention, or a bug's name as --bug takes
+    it), changes, run (every intermediate of the run it shows), title, subtitle, scores (masked;
+    None for a bug), weights, output, hatched (blocked by the mask), zeroed (set to 0 after the
+    softmax), weight_rows and output_rows (the rows of A and Z that changed), and before (the case
+    it is compared with, or None)."""
+    if not isinstance(result, Record):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
-    base = result["baseline"]
-    labels = position_labels(len(base["weights"]))
+    labels = position_labels(len(result["baseline"]["weights"]))
 
     def z_changed(rows):
         return f"Z changed at {', '.join(labels[i] for i in rows)}" if rows else "Z unchanged"
 
-    found = [{"key": "baseline", "changes": [], "title": "baseline", "subtitle": "",
-              "scores": base["masked_scores"],
-              "weights": base["weights"], "output": base["output"],
-              "hatched": _blocked(run(head)["allowed"]), "zeroed": None, "weight_rows": [],
-              "output_rows": [], "before": None}]
+    first = result.runs["baseline"]
+    found = [{"key": "baseline", "changes": [], "run": first, "title": "baseline", "subtitle": "",
+              "scores": first["masked_scores"], "weights": first["weights"],
+              "output": first["output"], "hatched": _blocked(first["allowed"]), "zeroed": None,
+              "weight_rows": [], "output_rows": [], "before": None}]
     if "interventions" in result:
-        runs = [(key, TITLES[key], [INTERVENTIONS[key]], result["interventions"][key])
-                for key in TITLES]
+        shown = [(key, TITLES[key], [INTERVENTIONS[key]], result["interventions"][key])
+                 for key in TITLES]
     elif "intervention" in result:
-        runs = [("intervention", "; ".join(result["intervention"]["changes"]), list(changes),
-                 result["intervention"])]
+        shown = [("intervention", "; ".join(result["intervention"]["changes"]), result.changes,
+                  result["intervention"])]
     else:
-        runs = []
-    for key, title, its_changes, its_run in runs:
-        after = run(head, its_changes)
-        found.append({"key": key, "changes": its_changes, "title": title,
-                      "subtitle": z_changed(its_run["output_rows_changed"]),
-                      "scores": after["masked_scores"], "weights": its_run["weights"],
-                      "output": its_run["output"], "hatched": _blocked(after["allowed"]),
-                      "zeroed": None, "weight_rows": its_run["weight_rows_changed"],
-                      "output_rows": its_run["output_rows_changed"], "before": found[0]})
-    allowed = _blocked(run(head, changes)["allowed"])
+        shown = []
+    for key, title, its_changes, section in shown:
+        after = result.runs[key]
+        found.append({"key": key, "changes": its_changes, "run": after, "title": title,
+                      "subtitle": z_changed(section["output_rows_changed"]),
+                      "scores": after["masked_scores"], "weights": section["weights"],
+                      "output": section["output"], "hatched": _blocked(after["allowed"]),
+                      "zeroed": None, "weight_rows": section["weight_rows_changed"],
+                      "output_rows": section["output_rows_changed"], "before": found[0]})
+    after = result.runs.get("intervention", first)
+    blocked = _blocked(after["allowed"])
     for bug, (key, _) in BUGS.items():
         if key not in result:
             continue
-        bug_run = result[key]
-        subtitle = f"row sums {vector_text(bug_run['row_sums'])}"
-        if "column_sums" in bug_run:
-            subtitle = f"column sums {vector_text(bug_run['column_sums'])}; " + subtitle
+        section = result[key]
+        subtitle = f"row sums {vector_text(section['row_sums'])}"
+        if "column_sums" in section:
+            subtitle = f"column sums {vector_text(section['column_sums'])}; " + subtitle
         title, before = BUG_TITLES[bug], None
-        if "changes" in bug_run:
-            title += f", after {'; '.join(bug_run['changes'])}"
-            subtitle += f"; {z_changed(bug_run['output_rows_changed'])}"
-            before = {"scores": None, "weights": bug_run["baseline_weights"],
-                      "output": bug_run["baseline_output"]}
+        if "changes" in section:
+            title += f", after {'; '.join(section['changes'])}"
+            subtitle += f"; {z_changed(section['output_rows_changed'])}"
+            before = {"scores": None, "weights": section["baseline_weights"],
+                      "output": section["baseline_output"]}
         zeroed = bug == "post-softmax"
-        found.append({"key": bug, "changes": list(changes), "title": title,
+        found.append({"key": bug, "changes": result.changes, "run": after, "title": title,
                       "subtitle": subtitle, "scores": None,
-                      "weights": bug_run["weights"], "output": bug_run["output"],
-                      "hatched": [[False] * len(row) for row in allowed] if zeroed else allowed,
-                      "zeroed": allowed if zeroed else None,
-                      "weight_rows": bug_run.get("weight_rows_changed", []),
-                      "output_rows": bug_run.get("output_rows_changed", []), "before": before})
+                      "weights": section["weights"], "output": section["output"],
+                      "hatched": [[False] * len(row) for row in blocked] if zeroed else blocked,
+                      "zeroed": blocked if zeroed else None,
+                      "weight_rows": section.get("weight_rows_changed", []),
+                      "output_rows": section.get("output_rows_changed", []), "before": before})
     return found

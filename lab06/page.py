@@ -6,21 +6,21 @@ with its arithmetic in fractions where they are exact.
 
 from common.views import MAX_TOKENS
 from explorer.page import explored, page_html     # the explorer's writer, shared
-from lab06.lab import HEAD, cases, position_labels, run
+from lab06.lab import HEAD, cases, position_labels
 
 
-def lab_maps(found, head=HEAD):
-    """One map per case of lab06.cases (found), in its order, each from its changes on fresh
-    copies: q, k and v through attend, and the scores its softmax took (the post-softmax bug's
-    are the unmasked ones). Raises ValueError for what the page's arithmetic cannot show: the
-    softmax over destinations, and changes made to the scores or weights themselves."""
+def lab_maps(found):
+    """One map per case of lab06.cases (found), in its order: its run's q, k and v, and the scores
+    its softmax took (the post-softmax bug's are the unmasked ones). Raises ValueError for what
+    the page's arithmetic cannot show: the softmax over destinations, and changes made to the
+    scores or weights themselves."""
     maps = []
     for case in found:
         if case["key"] == "destinations" or any(
                 getattr(change, "stage", "inputs") != "inputs" for change in case["changes"]):
             raise ValueError("the explorer shows changes of Q, K, V and the mask and the "
                              "post-softmax bug: see the others with --table or --svg")
-        after = run(head, case["changes"])
+        after = case["run"]
         scores = after["scores"] if case["key"] == "post-softmax" else after["masked_scores"]
         maps.append({"key": case["key"], "title": case["title"], "subtitle": case["subtitle"],
                      "q": after["q"], "k": after["k"], "v": after["v"], "scores": scores,
@@ -38,13 +38,13 @@ def lab_page(result, head=HEAD, changes=()):
     T = len(result["baseline"]["weights"])
     if T > MAX_TOKENS:
         raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
-    found = cases(result, head, changes)
+    found = cases(result)
     labels = position_labels(T)
     note = ("Predict first: each map stays hidden until you press Reveal (#answers=shown opens "
             "them all). Every number on this page was computed in Python by lab06/lab.py through "
             "attend, over the core the lesson's layer uses, and written in by perturb_attention.py "
             "--html; the page's script only shows them. (= 1/3): the fraction gives the float "
             "back to the last bit; (≈ 1/10): within the lab's 1e-9. Positions count from 1.")
-    data = explored(lab_maps(found, head), labels, labels, ("Z", "z"), exact=True)
+    data = explored(lab_maps(found), labels, labels, ("Z", "z"), exact=True)
     return page_html("Lab 06: one attention head, changed one piece at a time", note,
                      "perturb_attention.py --html", "map", dict(data, predict_first=True))

@@ -100,7 +100,7 @@ def part_one_table(result, head=HEAD):
     (and column) sums."""
     base = result["baseline"]
     labels = position_labels(len(base["Q"]))
-    found = cases(result, head)
+    found = cases(result)
     lines = ["Part 1: the head before any change (rows: positions; S and A columns: the sources)",
              shapes(head, base), f"c = √2·ln 2 = {lab06.C!r}, kept exact: written c below", ""]
     for name, matrix, columns in (
@@ -175,7 +175,7 @@ def changes_table(result, head=HEAD, changes=()):
     it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's
     answers. For the lab's own result, the four interventions, and after the fourth the buggy
     procedure's rows that the doubled future key moved."""
-    found = cases(result, head, changes)
+    found = cases(result)
     labels = position_labels(len(result["baseline"]["weights"]))
     lines = []
     for case in found[1:]:
@@ -203,6 +203,6 @@ def lab_svg(result, head=HEAD, changes=()):
     panels = [panel(case["title"], labels, labels, case["weights"], case["hatched"],
                     case["weight_rows"], case["subtitle"], zeroed=case["zeroed"],
                     side=("Z", case["output"]), side_highlight=case["output_rows"])
-              for case in cases(result, head, changes)]
+              for case in cases(result)]
     return heatmaps_svg(panels, note="Lab 06: A with Z beside it for the baseline and each change; "
                                      "outlined: the rows of A and of Z that changed.")

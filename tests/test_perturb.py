@@ -158,6 +158,36 @@ class Lab06(unittest.TestCase):
         self.assertIs(self.lab["baseline_unchanged"], True)
         self.assertEqual(lab.baseline(), self.lab["baseline"])
 
+    def test_each_case_runs_the_head_once_and_the_views_run_it_no_more(self):
+        """attention is one call of the core; lab() runs the core once per run it records (the
+        baseline, 4 interventions, the shift and the offset, the buggy procedure on the baseline,
+        the doubled key and the shift, and the baseline again for baseline_unchanged: 11); an
+        experiment with the post-softmax bug, once for its baseline and the bug (2), and with a
+        change too, once more for the change and the bug after it (4); the tables, the SVG and the
+        page run it no more."""
+        from lab06 import head
+        from lab06.page import lab_page
+        from lab06.tables import changes_table, lab_svg, part_one_table
+        calls = []
+        core = head.attention_core
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            return core(*args, **kwargs)
+
+        with mock.patch.object(head, "attention_core", counted):
+            lab.attention(*lab.projected())
+            self.assertEqual(len(calls), 1, "attention")
+            for changes, count in ((None, 11), ([], 2), ([lab.ablate_value(2)], 4)):
+                del calls[:]
+                result = lab.lab() if changes is None else lab.experiment(
+                    lab.HEAD, changes, ["post-softmax"])
+                self.assertEqual(len(calls), count, changes)
+                table = part_one_table if changes == [] else changes_table
+                for view in (table, lab_svg, lab_page, lab.cases):
+                    view(result)
+                    self.assertEqual(len(calls), count, view.__name__)
+
     def test_softmax_over_destinations(self):
         """Column j's softmax over the queries allowed to read source j. Column 1: scores
         ln 2·[1, 0, 1], exp [2, 1, 2] over 5; column 2: ln 2·[1, 1] over rows 2 and 3, [1/2, 1/2];

@@ -78,15 +78,15 @@ class Properties(unittest.TestCase):
 
     def test_the_core_is_the_layers_middle_bit_for_bit(self):
         """core/masked.py on the layer's q, k, v and each mode's allowed and blocked score: its
-        scores, weights and mixed are the layer's, and its d_q, d_k, d_v give the layer's
-        gradients of Wq, Wk, Wv, every bit."""
+        raw_scores, scores, weights and mixed are the layer's, and its d_q, d_k, d_v give the
+        layer's gradients of Wq, Wk, Wv, every bit."""
         def check(case, mask, params, x, d_out, where):
             cache = attention_forward(params, x, mask)
             T = len(x)
             allowed = [[True] * T for _ in range(T)] if mask == "none" else causal_mask(T)
             core = attention_core(cache["q"], cache["k"], cache["v"], allowed,
                                   0.0 if mask == "zero" else -math.inf)
-            for name in ("scores", "weights", "mixed"):
+            for name in ("raw_scores", "scores", "weights", "mixed"):
                 self.assertEqual(core[name], cache[name], f"{where}: {name}")
             grads, _ = attention_backward(params, x, cache, d_out)
             d_mixed = matmul(d_out, transpose(params["Wo"]))
