@@ -1,9 +1,7 @@
-"""Lab 06's grader, the checks: lab_checks(seed), those the scaffold lists, for the lab's head,
-and experiment_checks(head, changes), for a head and changes of the learner's own; each a (name,
-check), check(learner) None when the file passes, else what is wrong and the mistake it looks
-like. They run in the order of the computation, then the interventions, the rejections, inputs
-left as they were and the optional checks; probe heads (WIDE, NON_SQUARE, ...) catch what the
-lab's head cannot, and cases drawn afresh from the seed (drawn) what a file could know ahead.
+"""Lab 06's grader, the checks: lab_checks(seed) for the lab's head (those the scaffold lists),
+experiment_checks(head, changes) for a learner's own; each a (name, check), check(learner) None
+when the file passes, else what is wrong and the mistake it looks like. Probe heads (WIDE, ...)
+catch what the lab's head cannot; cases drawn afresh from the seed, what a file could know ahead.
 """
 
 import math
@@ -29,8 +27,7 @@ UNLIKE_ANY = {"matmul": ([[2.0]], [[3.0]]), "masked_softmax": ([5.0], [True]),
 
 
 def _edit_problem(function, reply):
-    """What a call changed of its caller's arguments, in a few words, or None: said before any of
-    its numbers, which an edit may be the cause of."""
+    """What a call changed of its caller's arguments, or None: said before its numbers."""
     names = ARGUMENTS[function]
     edited = [names[n] for n in reply.edited if type(n) is int and 0 <= n < len(names)]
     return (f"{function} edited its inputs in place ({', '.join(edited)} changed): work on "
@@ -47,9 +44,8 @@ def _softmax_edits(learner):
 
 
 def _same_answer(learner, function, reply):
-    """The mistake when reply, a wrong answer, is the one function gave to its first arguments and
-    gives to UNLIKE_ANY's too: it answers whatever it is given (a result kept from its first call,
-    numbers written in)."""
+    """The mistake when reply, a wrong answer, is what function gave its first arguments and gives
+    UNLIKE_ANY's too: it answers whatever it is given."""
     first = next((kept for (name, _), kept in learner.kept.items()
                   if name == function and kept.failure is None), reply)
     if first is not reply and first.value == reply.value and \
@@ -69,8 +65,7 @@ def _product(learner, left, right, want):
 def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=None,
           when_raised=None):
     """One part of attention's answer on args against want: None, or what is wrong, with the
-    mistake it looks like. mistakes: (mistake, make) pairs, or a function of the answer giving
-    the mistake; when_raised: the hint for an exception, given the reply."""
+    mistake it looks like (mistakes: (mistake, make) pairs, or a function of the answer)."""
     reply = learner.call("attention", *args)
     if reply.failure:
         return hinted(reply.failure, when_raised and when_raised(reply))
@@ -88,8 +83,7 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
 
 
 def _seen_in(answer, args):
-    """The mistake of answer_mistakes that attention's whole answer on args shows (and ours does
-    not: on this head it gives other numbers), or None."""
+    """The mistake of answer_mistakes that attention's whole answer on args shows, or None."""
     for mistake, part, make in answer_mistakes(*args):
         made = make()
         if like(answer[part], made) and not like(attention(*args)[part], made):
@@ -98,8 +92,7 @@ def _seen_in(answer, args):
 
 
 def _row(learner, scores, allowed, want, when_wrong=None):
-    """masked_softmax(scores, allowed) against want; when_wrong(reply): the mistake an exception
-    or a wrong row points to."""
+    """masked_softmax(scores, allowed) against want; when_wrong(reply) names a mistake."""
     reply = learner.call("masked_softmax", scores, allowed)
     problem = reply.failure or _edit_problem("masked_softmax", reply) or row_mismatch(
         reply.value, want, [not ok for ok in allowed])
@@ -111,10 +104,8 @@ def _row(learner, scores, allowed, want, when_wrong=None):
 
 
 def _rejects(learner, function, args, what, type_error_too=False):
-    """None when function(*args) raises ValueError (or a subclass; TypeError too where the value is
-    of the wrong kind), else what happened. args may be a list of (label, argument tuple),
-    witnesses of one kind of bad input ("a ragged K"): each must be refused, and the message names
-    the first that is not."""
+    """None when function(*args) raises ValueError (TypeError too, if type_error_too), else what
+    happened; args may be a list of (label, args), each refused, the first that is not named."""
     for label, one in args if isinstance(args, list) else [(None, args)]:
         reply = learner.call(function, *one)
         if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
@@ -149,16 +140,13 @@ MIXED_MASK = [[True, False, True], [False, True, True], [True, True, False]]
 FUTURE_ABOVE = ([[1.0], [1.0]], [[0.0], [1000.0]], [[1.0], [2.0]], [[True, False], [True, True]])
 NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]],
                    [[True, False], [True, True]])
-
-
 NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]],
                   [[True, False], [True, True]])
 
 
 def _fill_probe(learner):
-    """The weights near −1e10. A blocked score set to 0.0 and one set to a finite fill such as
-    −1e9 give the same wrong weights here; scores near −1e8, where the fill still loses, tell
-    them apart. Weights within LIKENESS of ours, not within 1e-9, lost digits."""
+    """The weights near −1e10, where a blocked score of 0.0 and a fill of −1e9 go equally wrong;
+    near −1e8 the fill still loses, which tells them apart."""
     want = _want(NEAR_MINUS_1E10)
 
     def mistake(got):
@@ -177,15 +165,16 @@ def _fill_probe(learner):
 
 
 def _want(head_args):
-    """What ours gives on (q, k, v, allowed): scores before the mask, masked_scores, weights,
-    output, and where the mask blocks."""
+    """attention(q, k, v, allowed) of ours, and where the mask blocks."""
     return {**attention(*head_args), "blocked": [[not ok for ok in row] for row in head_args[3]]}
+
+
+PARTS = ("scores", "masked_scores", "weights", "output")     # attention's answer, in its order
 
 
 def _intermediates(args):
     """[(part, want, mistakes, blocked, blocked_value)] for scores, masked_scores, weights and
-    output of attention(*args), in that order, as _part takes them: ours, the mistakes wrong
-    numbers may match, and what a blocked entry must be exactly (None where nothing is)."""
+    output of attention(*args), in that order, as _part takes them."""
     q, k, v, allowed = args
     want = _want(args)
 
@@ -199,22 +188,19 @@ def _intermediates(args):
             ("output", want["output"], output_mistakes(want["weights"], k, v), None, None)]
 
 
-def _all_parts(learner, args, when_raised=None):
-    """scores, masked_scores, weights and output on args, in that order: the first that differs."""
+def _all_parts(learner, args, when_raised=None, parts=PARTS):
+    """The parts of attention's answer on args, in that order: the first that differs, or None."""
     for part, *judged in _intermediates(args):
-        problem = _part(learner, args, part, *judged, when_raised)
+        problem = part in parts and _part(learner, args, part, *judged, when_raised)
         if problem:
             return problem
     return None
 
 
 def drawn(seed):
-    """What one grading draws afresh from seed, so that no file can know its inputs ahead: a
-    product, a row for masked_softmax and two heads of shapes of their own, every number a
-    multiple of 1/2 (of 1/4 for the row) and every row of a mask with a source allowed. The
-    second head is larger than any other the grader asks about (9 to 12 queries, 7 to 12 sources,
-    6 to 8 wide) and its numbers reach ±12, so that a file right only on small heads or small
-    numbers fails it."""
+    """What one grading draws afresh from seed: a product, a row for masked_softmax and two heads,
+    numbers multiples of 1/2 (1/4 in the row), a source allowed in every row; the second head
+    larger than any other the grader asks about (up to 12 × 12, 8 wide, numbers to ±12)."""
     rng = random.Random(seed)
 
     def matrix(rows, columns, top=4):
@@ -250,7 +236,6 @@ def _shape_of(head):
 
 
 def _drawn_heads(learner, heads, seed):
-    """Every intermediate of each head drawn afresh: the first problem, or None."""
     for head in heads:
         problem = _all_parts(learner, head)
         if problem:
@@ -259,18 +244,17 @@ def _drawn_heads(learner, heads, seed):
 
 
 def lab_checks(seed=0):
-    """[(name, check)] for the lab's own head, in the order of the computation; check(learner)
-    is None when the learner's file passes, else what is wrong and what it looks like. Three
-    checks also take cases drawn afresh from seed (drawn): the names do not depend on it."""
+    """[(name, check)] for the lab's own head, in the order of the computation, then the
+    interventions, the rejections and the optional checks; three also take cases drawn from seed,
+    whose names do not depend on it."""
     q, k, v, allowed = lab = lab06.projected()
     fresh = drawn(seed)
     fresh_row = (*fresh["row"], masked_softmax(*fresh["row"]))
     want = _want(lab)
-    parts = {part: judged for part, *judged in _intermediates(lab)}
     ln2 = math.log(2)
 
     def baseline(part):
-        return lambda learner: _part(learner, lab, part, *parts[part], on_the_lab_head)
+        return lambda learner: _all_parts(learner, lab, on_the_lab_head, [part])
 
     def intervention(change):
         after = lab06.run(lab06.HEAD, [change])
@@ -281,15 +265,13 @@ def lab_checks(seed=0):
         return (f"attention rejects {what}",
                 lambda learner: _rejects(learner, "attention", args, what, type_error_too))
 
-    def edited(name, at, value):
-        """(Q, K, V, allowed) of the lab with one entry of Q, K or V replaced by value."""
+    def edited(name, at, value):        # the lab's (Q, K, V, allowed), one entry replaced
         matrices = [[list(row) for row in m] for m in (q, k, v)]
         matrices["QKV".index(name)][at[0]][at[1]] = value
         return (*matrices, allowed)
 
     def not_finite(name):
-        """Witnesses of a non-finite entry in each row of Q, K or V, NaN, ∞ and −∞ in turn: a
-        check of one row alone, or of one kind, lets the others through."""
+        """NaN, ∞ and −∞ in turn, one in each row of Q, K or V: each must be refused."""
         rows = {"Q": q, "K": k, "V": v}[name]
         bad = (math.nan, math.inf, -math.inf)
         return rejects(f"a {dict(Q='query', K='key', V='value')[name]} that is not finite",
@@ -325,21 +307,14 @@ def lab_checks(seed=0):
                               [1 / 3, 2 / 3, 0.0], shift_over_blocked)),
         ("baseline weights: rows sum to 1, exactly 0.0 where blocked", baseline("weights")),
         ("weights with allowed = [[T, F, T], [F, T, T], [T, T, F]]",
-         lambda learner: _part(learner, (q, k, v, MIXED_MASK), "weights",
-                               attend(q, k, v, MIXED_MASK)["weights"],
-                               weight_mistakes(q, k, v, MIXED_MASK),
-                               [[not ok for ok in row] for row in MIXED_MASK], 0.0)),
+         lambda learner: _all_parts(learner, (q, k, v, MIXED_MASK), parts=["weights"])),
         ("weights when a blocked (future) score is 1000 above the allowed one",
-         lambda learner: _part(learner, FUTURE_ABOVE, "weights", _want(FUTURE_ABOVE)["weights"],
-                               weight_mistakes(*FUTURE_ABOVE), _want(FUTURE_ABOVE)["blocked"],
-                               0.0, shift_over_blocked)),
+         lambda learner: _all_parts(learner, FUTURE_ABOVE, shift_over_blocked, ["weights"])),
         ("weights when every score is near −1e10: a blocked source still gets none",
          _fill_probe),
         ("baseline output = weights·V", baseline("output")),
         ("scores of a head of 3 queries and 4 keys of width 5: Q·Kᵀ/√5",
-         lambda learner: _part(learner, WIDE, "scores", _want(WIDE)["scores"],
-                               score_mistakes(*WIDE[:3]),
-                               when_raised=refused_shape("(3, 4)", 6))),
+         lambda learner: _all_parts(learner, WIDE, refused_shape("(3, 4)", 6), ["scores"])),
         ("a head of 2 queries and 3 sources, then two heads drawn afresh: scores, "
          "masked_scores, weights and output",
          lambda learner: _all_parts(learner, NON_SQUARE, refused_shape("(2, 3)", 3))
@@ -409,8 +384,8 @@ def _again(learner, args):
 
 
 def experiment_checks(head, changes=()):
-    """[(name, check)] for a head of your own and an intervention made of changes (of Q, K, V and
-    the mask): the projections, then every intermediate of the baseline and after the changes."""
+    """[(name, check)] for a head of your own and changes of Q, K, V and the mask: the projections,
+    then every intermediate of the baseline and after the changes."""
     q, k, v, _ = lab06.projected(head)
     checks = [(f"matmul: {name} = X·W{name}", lambda learner, w=head[f"W{name}"], want=want:
                _product(learner, head["X"], w, want))

@@ -1,22 +1,11 @@
 """Lab 06's head and its experiments, the library perturb_attention.py and the grader share; it
 prints nothing. The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every
 score a multiple of ln 2), WV = [[2, 0], [0, 4]], a causal mask; one head, after projection only.
-Each run starts from fresh copies of Q, K, V and the mask, makes its changes (of Q, K, V and the
-mask, then `attend`, the core the lesson's layer uses, once; then of the scores, then of the
-weights) and is passed along, never run again: lab() and experiment() keep their runs beside the
-record, and cases() makes the views' maps of them. Row indices in the records are 0-based, as the
-lab's spec fixes them, each list beside its labels counted from 1 (a₃, z₃); the lab's names (v₂,
-q₃) and the changes' positions count from 1.
-
-    projected(head)                   fresh Q, K, V and mask of a head (the lab's by default)
-    run(head, changes), baseline(head)            every intermediate of a head after changes
-    buggy_post_softmax(q, k, v, allowed), softmax_over_destinations(...)   a bug's (weights, output)
-    ablate_value(j), set_query(i, values), scale_key(j, c), block(i, j), shift_values(shift)
-    offset_scores(i, c), scale_scores(i, c), set_weights(i, weights)     changes, counted from 1
-    lab()                             everything perturb-trace.json records
-    read_head(path), with_values(head, values)    a head of your own; values of your own
-    experiment(head, changes, bugs)   a head, one intervention made of changes, and the bugs
-    cases(result)                     each map the views show, from lab()'s or experiment()'s runs
+A run starts from fresh copies of Q, K, V and the mask, makes its changes (positions counted from
+1) around one call of `attend`, the core the lesson's layer uses, and is passed along, never run
+again: lab() and experiment() return a record beside its runs, and cases() makes the views' maps
+of them. Row indices in a record are 0-based, as the lab's spec fixes them, each list beside its
+labels counted from 1 (a₃, z₃).
 """
 
 import math
@@ -154,7 +143,6 @@ def baseline(head=HEAD):
 
 
 def baseline_of(first):
-    """baseline's dict of a run already made."""
     return {"Q": first["q"], "K": first["k"], "V": first["v"], "scores": first["scores"],
             "masked_scores": first["masked_scores"], "weights": first["weights"],
             "output": first["output"]}
@@ -177,7 +165,6 @@ def with_labels(section):
 
 
 def inputs_of(after):
-    """(q, k, v, allowed) of a run: what the buggy procedures take."""
     return after["q"], after["k"], after["v"], after["allowed"]
 
 
@@ -353,9 +340,8 @@ TITLES = {"value_ablation": "Part 2.1, value ablation: v₂ := 0",
 
 
 class Record(dict):
-    """What lab() and experiment() return: the record itself (what --json prints), and beside it,
-    recorded nowhere, runs (every intermediate of each run it was made of, by its case's key) and
-    changes (the experiment's)."""
+    """What lab() and experiment() return: the record (what --json prints) and, recorded nowhere,
+    runs (each case's run, baseline first, by key) and the experiment's changes."""
 
     def __init__(self, record, runs, changes=()):
         super().__init__(record)
@@ -389,28 +375,17 @@ def lab():
     shifted = run(HEAD, [shift_values(VALUE_SHIFT)])
     offset_weights = run(HEAD, [offset_scores(i, SCORE_OFFSET)
                                 for i in range(1, len(X) + 1)])["weights"]
+    a, b = EQUAL_MIXTURE_WEIGHTS
     checks = {
-        "shared_value_shift": {
-            "shift": VALUE_SHIFT,
-            "output": shifted["output"],
-            "buggy_output": buggy_post_softmax(*inputs_of(shifted))[1],
-        },
-        "equal_mixtures": {
-            "values": EQUAL_MIXTURE_VALUES,
-            "weights_a": EQUAL_MIXTURE_WEIGHTS[0],
-            "weights_b": EQUAL_MIXTURE_WEIGHTS[1],
-            "output_a": matmul([EQUAL_MIXTURE_WEIGHTS[0]], EQUAL_MIXTURE_VALUES)[0],
-            "output_b": matmul([EQUAL_MIXTURE_WEIGHTS[1]], EQUAL_MIXTURE_VALUES)[0],
-        },
-        "score_offset": {
-            "offset": SCORE_OFFSET,
-            "weights": first["weights"],
-            "offset_weights": offset_weights,
-            "max_difference": max(abs(a - b)
-                                  for row_a, row_b in zip(first["weights"], offset_weights)
-                                  for a, b in zip(row_a, row_b)),
-        },
-    }
+        "shared_value_shift": {"shift": VALUE_SHIFT, "output": shifted["output"],
+                               "buggy_output": buggy_post_softmax(*inputs_of(shifted))[1]},
+        "equal_mixtures": {"values": EQUAL_MIXTURE_VALUES, "weights_a": a, "weights_b": b,
+                           "output_a": matmul([a], EQUAL_MIXTURE_VALUES)[0],
+                           "output_b": matmul([b], EQUAL_MIXTURE_VALUES)[0]},
+        "score_offset": {"offset": SCORE_OFFSET, "weights": first["weights"],
+                         "offset_weights": offset_weights,
+                         "max_difference": max(abs(x - y) for row_x, row_y in zip(
+                             first["weights"], offset_weights) for x, y in zip(row_x, row_y))}}
     return Record({
         "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
         "baseline": first,
@@ -524,12 +499,11 @@ def _blocked(allowed):
 
 
 def cases(result):
-    """Each map a view shows, made of result's runs (result: what lab() or experiment() returned),
-    as a dict: key (baseline, an intervention's name, intervention, or a bug's name as --bug takes
-    it), changes, run (every intermediate of the run it shows), title, subtitle, scores (masked;
-    None for a bug), weights, output, hatched (blocked by the mask), zeroed (set to 0 after the
-    softmax), weight_rows and output_rows (the rows of A and Z that changed), and before (the case
-    it is compared with, or None)."""
+    """Each map a view shows, made of the runs of result (what lab() or experiment() returned):
+    key (baseline, an intervention's name, intervention, or a bug's name as --bug takes it),
+    changes, run, title, subtitle, scores (masked; None for a bug), weights, output, hatched
+    (blocked by the mask), zeroed (set to 0 after the softmax), weight_rows and output_rows (the
+    rows of A and Z that changed), and before (the case it is compared with, or None)."""
     if not isinstance(result, Record):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
     labels = position_labels(len(result["baseline"]["weights"]))
@@ -537,48 +511,35 @@ def cases(result):
     def z_changed(rows):
         return f"Z changed at {', '.join(labels[i] for i in rows)}" if rows else "Z unchanged"
 
-    first = result.runs["baseline"]
-    found = [{"key": "baseline", "changes": [], "run": first, "title": "baseline", "subtitle": "",
-              "scores": first["masked_scores"], "weights": first["weights"],
-              "output": first["output"], "hatched": _blocked(first["allowed"]), "zeroed": None,
-              "weight_rows": [], "output_rows": [], "before": None}]
-    if "interventions" in result:
-        shown = [(key, TITLES[key], [INTERVENTIONS[key]], result["interventions"][key])
-                 for key in TITLES]
-    elif "intervention" in result:
-        shown = [("intervention", "; ".join(result["intervention"]["changes"]), result.changes,
-                  result["intervention"])]
-    else:
-        shown = []
-    for key, title, its_changes, section in shown:
-        after = result.runs[key]
-        found.append({"key": key, "changes": its_changes, "run": after, "title": title,
-                      "subtitle": z_changed(section["output_rows_changed"]),
-                      "scores": after["masked_scores"], "weights": section["weights"],
-                      "output": section["output"], "hatched": _blocked(after["allowed"]),
-                      "zeroed": None, "weight_rows": section["weight_rows_changed"],
-                      "output_rows": section["output_rows_changed"], "before": found[0]})
-    after = result.runs.get("intervention", first)
-    blocked = _blocked(after["allowed"])
+    def case(key, changes, after, title, subtitle, section, before):
+        blocked = _blocked(after["allowed"])
+        zeroed = blocked if key == "post-softmax" else None
+        return {"key": key, "changes": changes, "run": after, "title": title, "subtitle": subtitle,
+                "scores": None if key in BUGS else after["masked_scores"],
+                "weights": section["weights"], "output": section["output"],
+                "hatched": [[False] * len(row) for row in blocked] if zeroed else blocked,
+                "zeroed": zeroed, "weight_rows": section.get("weight_rows_changed", []),
+                "output_rows": section.get("output_rows_changed", []), "before": before}
+
+    runs = dict(result.runs)
+    found = [case("baseline", [], runs.pop("baseline"), "baseline", "", result["baseline"], None)]
+    for key, after in runs.items():             # each intervention, in the record's order
+        section = result["interventions"][key] if key in TITLES else result["intervention"]
+        found.append(case(key, [INTERVENTIONS[key]] if key in TITLES else result.changes, after,
+                          TITLES.get(key) or "; ".join(section["changes"]),
+                          z_changed(section["output_rows_changed"]), section, found[0]))
+    after = result.runs.get("intervention", result.runs["baseline"])
     for bug, (key, _) in BUGS.items():
         if key not in result:
             continue
-        section = result[key]
+        section, title, before = result[key], BUG_TITLES[bug], None
         subtitle = f"row sums {vector_text(section['row_sums'])}"
         if "column_sums" in section:
             subtitle = f"column sums {vector_text(section['column_sums'])}; " + subtitle
-        title, before = BUG_TITLES[bug], None
         if "changes" in section:
             title += f", after {'; '.join(section['changes'])}"
             subtitle += f"; {z_changed(section['output_rows_changed'])}"
             before = {"scores": None, "weights": section["baseline_weights"],
                       "output": section["baseline_output"]}
-        zeroed = bug == "post-softmax"
-        found.append({"key": bug, "changes": result.changes, "run": after, "title": title,
-                      "subtitle": subtitle, "scores": None,
-                      "weights": section["weights"], "output": section["output"],
-                      "hatched": [[False] * len(row) for row in blocked] if zeroed else blocked,
-                      "zeroed": blocked if zeroed else None,
-                      "weight_rows": section.get("weight_rows_changed", []),
-                      "output_rows": section.get("output_rows_changed", []), "before": before})
+        found.append(case(bug, result.changes, after, title, subtitle, section, before))
     return found

@@ -3,23 +3,11 @@ checked exactly against the lab's own results (lab06/lab.py), without ever print
 
     python3 perturb_attention.py --predict predictions.txt    write the sheet, or check it
 
-A sheet is text, one item a line, `<id>: <answer>`, in the lab's numbering (1.5 A, 2.3 z3); lines
-starting with # and blank lines are comments. An answer is an exact number as lab06/exact.py reads
-it (5/4, 1.25, 3 ln 2, c, −∞), a vector [a, b], a matrix [[a, b], [c, d]] (a row a position), or a
-list of positions counted from 1 ([3], [] for none). Each is right, WRONG (the first entry that
-differs is named, never its value), not yet predicted (blank), or cannot be read (what was expected
-is said).
-
-    SECTIONS          the sheet's items in order: (heading, [(id, kind, units)])
-    answers()         each item's value as lab06.lab computes it: floats, or positions from 1
-    sheet_text(path)  a blank sheet, its header saying how to write answers
-    read_sheet(text)  {id: answer} and the lines that cannot be read
-    verdict(item, text, expected)    ("right" | "WRONG" | "not yet" | "cannot read", detail)
-    results(path)     each item with its answer, the lab's value and its verdict
-    report(found, problems)    the checker's lines, one an item and a count; whether all are right
-    predict(path)     --predict FILE: write a blank sheet, or check it
-
-What it leaves out: partial credit, and any item whose value has no exact form (× 1000 on a row's
+A sheet is text, one item a line, `<id>: <answer>` (1.5 A, 2.3 z3), # for a comment. An answer is
+an exact number as lab06/exact.py reads it (5/4, 3 ln 2, −∞), a vector, a matrix (a row a
+position) or a list of positions counted from 1 ([3], []). Each is right, WRONG (naming the first
+entry that differs, never its value), not yet predicted, or cannot be read (saying what was
+expected). Left out: partial credit, and any item whose value has no exact form (× 1000 on a row's
 scores gives weights of 2⁻¹⁰⁰⁰, which the lab writes as 0).
 """
 
@@ -61,8 +49,7 @@ def _from_one(rows):
 
 
 def answers():
-    """{id: value} for every item: what lab06.lab computes (floats, in nested lists as the sheet
-    writes them), positions counted from 1."""
+    """{id: value} for every item, as lab06.lab computes it: floats, or positions counted from 1."""
     record = lab.lab()
     base, bug, checks = record["baseline"], record["buggy_post_softmax"], record["checks"]
     found = {f"1.shape {name}": [len(m), len(m[0])] for name, m in zip("QKVSAZ", (
@@ -92,8 +79,7 @@ def answers():
 
 
 def sheet_text(path):
-    """A blank sheet: a header of # lines saying how to write answers, then every item, its answer
-    empty, under the heading of its part."""
+    """A blank sheet: a header saying how to write answers, then every item under its part."""
     name = shlex.quote(path)
     lines = [
         "# Lab 06, predictions: answer each item by hand, after its colon, before running the lab.",
@@ -110,8 +96,7 @@ def sheet_text(path):
 
 
 def read_sheet(text):
-    """{id: answer text} from a sheet's text (an item left out is blank), and the messages of the
-    lines that cannot be read: no colon, an id the sheet has not, an id given twice."""
+    """{id: answer text} from a sheet's text, and the messages of the lines that cannot be read."""
     known, given, problems = {key for key, _, _ in ITEMS}, {}, []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -154,8 +139,7 @@ def _place(where, depth):
 
 
 def _lengths(answer, expected, where, depth):
-    """None when answer has as many entries as expected, else which way it is off (never by how
-    many: the shape is an answer too)."""
+    """None when answer has as many entries as expected, else which way (not how far) it is off."""
     if len(answer) == len(expected):
         return None
     what = "rows" if not where and depth == 2 else "entries"
@@ -164,8 +148,8 @@ def _lengths(answer, expected, where, depth):
 
 
 def _numbers_difference(answer, expected, units, where=(), depth=None):
-    """The first entry of answer (texts) that is not expected's exact value, as "row 3, entry 2
-    is not right", or None. Raises ValueError for an entry that cannot be read."""
+    """The first entry of answer (texts) that is not expected's exact value ("row 3, entry 2 is
+    not right"), or None. Raises ValueError for an entry that cannot be read."""
     depth = _depth(expected) if depth is None else depth
     if isinstance(expected, list):
         if not isinstance(answer, list):
@@ -206,8 +190,8 @@ def _cut(x, digits):
 
 
 def _positions_difference(answer, expected, units=(), where=()):
-    """What is wrong with a list of positions (order and repeats aside), or None: a position
-    listed that is not right, or one missing; never which. For a list a row, row by row."""
+    """What is wrong with a list of positions (order and repeats aside; row by row for a list a
+    row), or None: a position listed that is not right, or one missing (never which)."""
     if expected and isinstance(expected[0], list):
         for n, (a, e) in enumerate(zip(answer, expected), 1):
             if not isinstance(a, list):
@@ -231,8 +215,8 @@ def _positions_difference(answer, expected, units=(), where=()):
 
 
 def verdict(item, text, expected):
-    """("right" | "WRONG" | "not yet" | "cannot read", detail) for one item's answer text against
-    the lab's value; the detail names the first entry that differs, or what was expected."""
+    """("right" | "WRONG" | "not yet" | "cannot read", detail) of an item's answer text against
+    the lab's value."""
     _, kind, units = item
     if not text:
         return "not yet", ""
@@ -251,8 +235,8 @@ def verdict(item, text, expected):
 
 
 def results(path):
-    """Each item of the sheet at path, as (item, answer text, the lab's value, status, detail)
-    with verdict's status and detail, and the messages of the lines that are no item."""
+    """(item, answer text, the lab's value, status, detail) for each item of the sheet at path,
+    and the messages of its lines that are no item."""
     given, problems = read_sheet(read_text(path))
     expected = answers()
     return [(item, given.get(item[0], ""), expected[item[0]],
@@ -260,9 +244,8 @@ def results(path):
 
 
 def report(found, problems):
-    """The checker's lines, from results: one an item ("<id>: right", "<id>: WRONG, …", "<id>: not
-    yet", "<id>: cannot read …"), the lines that are no item, a count; and whether every item is
-    right. Never a value of the lab's."""
+    """The checker's lines of results (one an item, the lines that are no item, a count; never a
+    value of the lab's) and whether every item is right."""
     lines, counts = [], {"right": 0, "WRONG": 0, "cannot read": 0, "not yet": 0}
     for (key, _, _), _, _, status, detail in found:
         counts[status] += 1
@@ -276,8 +259,8 @@ def report(found, problems):
 
 
 def predict(path):
-    """--predict FILE: write a blank sheet when FILE does not exist (never over anything), else
-    check it. Returns the text to print and the exit status: 0 only when every item is right."""
+    """--predict FILE: write a blank sheet where there is none, else check it. Returns the text to
+    print and the exit status, 0 only when every item is right."""
     check_output_path(path)      # a folder or a file of the project's is no sheet
     if not os.path.lexists(path):
         write_atomic(path, sheet_text(path))

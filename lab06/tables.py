@@ -1,11 +1,8 @@
 """Lab 06's views for a person: Part 1's tables (--table --baseline), each change's moved rows
 (--table with a change flag) and the maps as heatmaps (--svg). Numbers are written as the lab
-writes them (lab06/exact.py): a fraction only where it lies within 1e-9 of one with a denominator of
-at most 100, scores in ln 2. Positions count from 1.
-
-    part_one_table(result, head)          the head as it is: shapes, c, each q_i·k_j, S, A, Z
-    changes_table(result, head, changes)  what a change moved: rows of S, A and Z, before → after
-    lab_svg(result, head, changes)        every map of result, the changed rows outlined
+writes them (lab06/exact.py): a fraction only where it lies within 1e-9 of one with a denominator
+of at most 100, scores in ln 2. Positions count from 1. Each view takes what perturb_attention.py
+hands it, (result, head, changes); its maps are lab06.lab.cases(result), made of result's own runs.
 """
 
 import math
@@ -17,18 +14,21 @@ from lab06.exact import exact, in_c, in_ln2
 from lab06.lab import HEAD, cases, position_labels, subscript, vector_text
 
 
+def _reads(hatched_row):
+    return [j for j, h in enumerate(hatched_row) if not h]
+
+
 def softmax_sums(case, labels):
     """Each row's allowed sources, exp of each of their scores before any shift, and the sum: the
     softmax's denominator (2, 3 and 8 for the lab's head)."""
     rows = []
     for scores, hatched in zip(case["scores"], case["hatched"]):
-        reads = [j for j, h in enumerate(hatched) if not h]
         try:
-            exps = [math.exp(scores[j]) for j in reads]
+            exps = [math.exp(scores[j]) for j in _reads(hatched)]
             shown = [", ".join(exact(e) for e in exps), exact(math.fsum(exps))]
         except OverflowError:
             shown = ["beyond float range", "beyond float range: the shift is what makes it work"]
-        rows.append([", ".join(labels[j] for j in reads)] + shown)
+        rows.append([", ".join(labels[j] for j in _reads(hatched))] + shown)
     return text_table(labels, ["reads", "exp of each score", "sum"], rows)
 
 
@@ -37,7 +37,7 @@ def scaled_values(case, values, labels):
     lines = []
     for i, (weights, hatched, z) in enumerate(zip(case["weights"], case["hatched"],
                                                   case["output"])):
-        reads = [j for j, h in enumerate(hatched) if not h]
+        reads = _reads(hatched)
         terms = " + ".join(f"{exact(weights[j])}·{vector_text(values[j], exact)}" for j in reads)
         products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact)
                               for j in reads)
@@ -46,17 +46,12 @@ def scaled_values(case, values, labels):
     return "\n".join(lines)
 
 
-def _pair(i, j):
-    """"₂₁" for row 2, column 1; "₁₀,₃" once a position has two digits."""
-    return subscript(i) + ("," if max(i, j) > 9 else "") + subscript(j)
-
-
 MAX_DOTS = 25       # the most dot products written out term by term
 
 
 def dot_products(q, k):
-    """Each q_i·k_j written term by term, K's entries as multiples of c where they are, and the
-    score s_ij = q_i·k_j/√d it gives (before the mask), as a multiple of ln 2 where it is one."""
+    """Each q_i·k_j written term by term, K's entries in c where they are, and the score
+    s_ij = q_i·k_j/√d it gives (before the mask), in ln 2 where it is a multiple of it."""
     d = len(q[0])
     if len(q) * len(k) > MAX_DOTS:
         return [f"({len(q) * len(k)} dot products: written out for heads of at most {MAX_DOTS})"]
@@ -65,8 +60,9 @@ def dot_products(q, k):
         for j, k_row in enumerate(k, 1):
             terms = " + ".join(f"{in_c(a)}·{in_c(b)}" for a, b in zip(q_row, k_row))
             dot = math.fsum(a * b for a, b in zip(q_row, k_row))
+            pair = subscript(i) + ("," if max(i, j) > 9 else "") + subscript(j)     # ₁₀,₃
             lines.append(f"q{subscript(i)}·k{subscript(j)} = {terms} = {in_c(dot)}; "
-                         f"s{_pair(i, j)} = {in_c(dot)}/√{d} = {in_ln2(dot / math.sqrt(d))}")
+                         f"s{pair} = {in_c(dot)}/√{d} = {in_ln2(dot / math.sqrt(d))}")
     return lines
 
 
@@ -93,50 +89,42 @@ def _fractions(matrix):
 
 
 def part_one_table(result, head=HEAD):
-    """Part 1 of the lab, on the head before any change: the shapes, c kept exact, Q, K (in c),
-    V, each q_i·k_j written out, S before the mask as multiples of ln 2, S masked, each row's
-    softmax sum, A (also as fractions), Z and z_i as its scaled value vectors; then each bug in
-    result (the buggy procedure, the softmax over destinations) with A as fractions and its row
-    (and column) sums."""
-    base = result["baseline"]
+    """Part 1 on the head before any change: the shapes, c, Q, K (in c), V, each q_i·k_j, S before
+    the mask and masked (in ln 2), each row's softmax sum, A (also as fractions), Z and each z_i as
+    scaled values; then each bug of result, its A as fractions and its row (and column) sums."""
+    base, (first, *bugs) = result["baseline"], cases(result)
     labels = position_labels(len(base["Q"]))
-    found = cases(result)
-    lines = ["Part 1: the head before any change (rows: positions; S and A columns: the sources)",
-             shapes(head, base), f"c = √2·ln 2 = {lab06.C!r}, kept exact: written c below", ""]
-    for name, matrix, columns in (
-            ("Q", _fractions(base["Q"]), None),
-            ("K, its entries as multiples of c where they are",
-             [[in_c(x) for x in row] for row in base["K"]], None),
-            ("V", _fractions(base["V"]), None),
-            ("each dot product q_i·k_j, and the score s_ij = q_i·k_j/√d it gives", None, None),
-            ("S = Q·Kᵀ/√d before the mask, each entry a multiple of ln 2 where it is one",
-             [[in_ln2(x) for x in row] for row in base["scores"]], labels),
-            ("S masked: −∞ where allowed is False",
-             [[in_ln2(x) for x in row] for row in base["masked_scores"]], labels),
-            ("softmax of each row: the sources it reads, exp of each score before any shift, and "
-             "their sum", None, None),
-            ("A = softmax of each row of S", _shown(found[0]), labels),
-            ("A as fractions", _fractions(_shown(found[0])), labels),
-            ("Z = A·V", base["output"], None),
-            ("z_i = Σ a_ij·v_j over the sources row i reads", None, None)):
-        if matrix is None:
-            view = ("\n".join(dot_products(base["Q"], base["K"])) if name.startswith("each dot")
-                    else softmax_sums(found[0], labels) if name.startswith("softmax")
-                    else scaled_values(found[0], base["V"], labels))
-            lines += [name, view, ""]
-            continue
-        columns = columns or [str(c + 1) for c in range(len(matrix[0]))]
-        lines += [name, text_table(labels, columns, matrix), ""]
-    for case in found[1:]:
-        key = lab06.BUGS[case["key"]][0]
-        sums = [("row", result[key]["row_sums"])] + [
-            ("column", result[key][s]) for s in ("column_sums",) if s in result[key]]
+
+    def table(matrix, columns=None):
+        return text_table(labels, columns or [str(c + 1) for c in range(len(matrix[0]))], matrix)
+
+    lines = [
+        "Part 1: the head before any change (rows: positions; S and A columns: the sources)",
+        shapes(head, base), f"c = √2·ln 2 = {lab06.C!r}, kept exact: written c below", "",
+        "Q", table(_fractions(base["Q"])), "",
+        "K, its entries as multiples of c where they are",
+        table([[in_c(x) for x in row] for row in base["K"]]), "",
+        "V", table(_fractions(base["V"])), "",
+        "each dot product q_i·k_j, and the score s_ij = q_i·k_j/√d it gives",
+        *dot_products(base["Q"], base["K"]), "",
+        "S = Q·Kᵀ/√d before the mask, each entry a multiple of ln 2 where it is one",
+        table([[in_ln2(x) for x in row] for row in base["scores"]], labels), "",
+        "S masked: −∞ where allowed is False",
+        table([[in_ln2(x) for x in row] for row in base["masked_scores"]], labels), "",
+        "softmax of each row: the sources it reads, exp of each score before any shift, and their "
+        "sum", softmax_sums(first, labels), "",
+        "A = softmax of each row of S", table(_shown(first), labels), "",
+        "A as fractions", table(_fractions(_shown(first)), labels), "",
+        "Z = A·V", table(base["output"]), "",
+        "z_i = Σ a_ij·v_j over the sources row i reads", scaled_values(first, base["V"], labels),
+        ""]
+    for case in bugs:
+        section = result[lab06.BUGS[case["key"]][0]]
         lines += [case["title"]] + [
-            f"  {which} sums: {', '.join(exact(x) for x in values)}" for which, values in sums] + [
-            "  A as fractions:",
-                  text_table(labels, labels, _fractions(_shown(case))), "  Z:",
-                  text_table(labels, [str(c + 1) for c in range(len(case["output"][0]))],
-                             _fractions(case["output"])), ""]
+            f"  {which} sums: {', '.join(exact(x) for x in section[which + '_sums'])}"
+            for which in ("row", "column") if which + "_sums" in section] + [
+            "  A as fractions:", table(_fractions(_shown(case)), labels),
+            "  Z:", table(_fractions(case["output"])), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -152,9 +140,9 @@ def _changed_rows(case, before):
     """The rows of S, A and Z a case changed, each before → after, and nothing else."""
     lines = []
     if case["scores"] is not None and before["scores"] is not None:
-        for i, (old, new) in enumerate(zip(before["scores"], case["scores"])):
-            if old != new:
-                lines.append(_moved("s", i, old, new, in_ln2))
+        lines += [_moved("s", i, old, new, in_ln2)
+                  for i, (old, new) in enumerate(zip(before["scores"], case["scores"]))
+                  if old != new]
     for name, key, rows in (("a", "weights", case["weight_rows"]),
                             ("z", "output", case["output_rows"])):
         if not rows:
@@ -172,13 +160,11 @@ def _changed_rows(case, before):
 
 def changes_table(result, head=HEAD, changes=()):
     """Part 2 (and Part 4, a head or change of your own): for each intervention and each bug after
-    it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's
-    answers. For the lab's own result, the four interventions, and after the fourth the buggy
-    procedure's rows that the doubled future key moved."""
-    found = cases(result)
+    it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's answers;
+    for the lab's own, after the fourth the buggy procedure's rows the doubled future key moved."""
     labels = position_labels(len(result["baseline"]["weights"]))
     lines = []
-    for case in found[1:]:
+    for case in cases(result)[1:]:
         if case["before"] is None:       # a bug on the unchanged head: Part 1's answer
             continue
         title = f"{case['title']} ({case['subtitle']})"
