@@ -1,8 +1,6 @@
-"""Lab 06's grader, comparing: the learner's answer against ours, in a few words. mismatch (a
-matrix) and row_mismatch (masked_softmax's row) name the first entry that differs, rows and
-columns counted from 1: a number is right when it is a float or an int (not a bool, not a
-subclass) within TOLERANCE of ours, exactly −∞ or 0.0 where the mask blocks. diagnose names the
-known mistake (mistakes.py) whose numbers a wrong answer has.
+"""Lab 06's grader, comparing the learner's answer against ours: mismatch (a matrix) and
+row_mismatch (a row) name the first entry that differs, counted from 1 (right: a float or an int
+within TOLERANCE, exactly −∞ or 0.0 where blocked); diagnose, the known mistake (mistakes.py).
 """
 
 import json
@@ -33,16 +31,14 @@ def number_text(x):
 
 
 def unread(value):
-    """N when value is "<list of N>", the runner's word for a list longer than an answer may hold
-    (runner.MAX_ITEMS), which it did not read; else None."""
+    """N for "<list of N>", the runner's word for a list too long to read; else None."""
     if isinstance(value, str) and value.startswith("<list of ") and value[9:-1].isdigit():
         return int(value[9:-1])
     return None
 
 
 def came(value):
-    """What came from the learner's process, in a few words: the runner writes what is not a plain
-    list, dict, int or float as "<type ...>"."""
+    """What came from the learner's process, in a few words."""
     if unread(value) is not None:
         return f"a list of {unread(value):,} items"
     if isinstance(value, str):
@@ -57,8 +53,7 @@ def came(value):
 
 
 def _entries_problem(got, want, where, blocked=None, blocked_value=None):
-    """The first entry of a row that is not a number or differs from want (exactly blocked_value
-    where blocked), in a few words, or None. where(j) names entry j, counted from 1."""
+    """The first entry of a row that is not a number or differs from want, or None."""
     for j, (g, w) in enumerate(zip(got, want)):
         if not is_number(g):
             return f"{where(j + 1)}: expected a float or an int, got {came(g)}"
@@ -72,9 +67,8 @@ def _entries_problem(got, want, where, blocked=None, blocked_value=None):
 
 
 def mismatch(got, want, what, blocked=None, blocked_value=None):
-    """None when got has the shape of want, a list of rows, and each entry is a float or an int
-    within TOLERANCE of want's (exactly blocked_value where blocked is True); else a few words on
-    the first difference, rows and columns counted from 1.
+    """None when got is want within TOLERANCE (exactly blocked_value where blocked), else the
+    first difference, counted from 1.
 
     >>> mismatch([[1.0, 0.25]], [[1.0, 0.5]], "weights")
     'weights row 1, column 2: expected 0.5 (1/2), got 0.25 (1/4)'
@@ -117,9 +111,8 @@ def like(got, matrix):
 
 
 def diagnose(got, want, mistakes):
-    """The mistake, of (mistake, make) pairs, whose matrix make() differs from want and got
-    matches; when several do, each of them, numbered: this head cannot tell them apart. None when
-    none does. A make that raises does not apply to this head."""
+    """The mistake, of (mistake, make) pairs, whose make() got matches and want does not (each,
+    numbered, when several do), or None."""
     found = []
     for mistake, make in mistakes:
         try:

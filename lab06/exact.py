@@ -1,20 +1,9 @@
-"""Lab 06's exact numbers, written and read: a small fraction (3/2), a small fraction of ln 2 or
-of c = √2·ln 2 (2 ln 2, 1/2·ln 2, c), or −∞. The views of perturb_attention.py write the lab's
-floats this way; a predictions sheet (lab06/sheet.py) is read back this way, so that a learner's
-answer and the program's are compared as exact numbers, never as rounded floats.
-
-    exact_form(x, units)     a float's exact value, (Fraction, unit), −∞, or None when it has none
-    written(x, units)        a float as the views write it: its exact form, else 4 decimals
-    exact(x), in_ln2(x), in_c(x)      written(x) with no unit, in ln 2, in c
-    read_exact(text)         the exact value a learner wrote, or a ValueError saying what it expects
-    nested(text)             an answer's lists: '[[1, 1/2], []]' -> [['1', '1/2'], []]
-    answer_text(value, units)     a value, or lists of values, written: '[[1, 1/2], []]'
-    value_of(form)           an exact value as a float, to see how near a rounded decimal came
-
-A float has an exact form when it lies within TOLERANCE (1e-9) of a fraction of denominator at
-most 100 (common/views.py), or its ratio to a unit does. ln 2 and c are irrational and their ratio
-is too, so two exact forms are equal only when their units and fractions are: the comparison is
-exact. What this leaves out: any other irrational (√2 alone, e), and expressions (1/2 + 1/4).
+"""Lab 06's exact numbers, written by the views and read from a predictions sheet: a small
+fraction (3/2), a small fraction of ln 2 or of c = √2·ln 2 (2 ln 2, 1/2·ln 2, c), or −∞, so that a
+learner's answer and the program's compare as exact numbers, never as rounded floats. A float has
+an exact form when it, or its ratio to a unit, lies within TOLERANCE (1e-9) of a fraction of
+denominator at most 100; ln 2 and c are irrational and so is their ratio, so equal forms are
+equal numbers. Left out: any other irrational (√2 alone, e), and expressions (1/2 + 1/4).
 """
 
 import math
@@ -71,7 +60,6 @@ def written(x, units=()):
 
 
 def exact(x):
-    """A number as the Part 1 views write it: its small fraction if it has one, else 4 decimals."""
     return written(x)
 
 
@@ -119,9 +107,8 @@ OPENING = {"[": "]", "(": ")"}     # (3, 2) as the tables write a shape, [3, 2] 
 
 
 def nested(text):
-    """An answer's lists, each entry's text left to read: '[[1, 1/2], []]' -> [['1', '1/2'], []];
-    parentheses pair as brackets do: (3, 2). Raises ValueError for brackets that do not pair, an
-    empty entry, text outside the brackets, or lists more than 3 deep."""
+    """An answer's lists, each entry's text left to read: '[[1, 1/2], []]' -> [['1', '1/2'], []],
+    (3, 2) as [3, 2]. Raises ValueError for what does not pair, an empty entry, or deeper than 3."""
     called = re.search(r"\b(ln|log|sqrt)\s*\(", text)
     if called:     # a function's call, not a pair of brackets: ln(2) is not read
         raise ValueError(f"{called.group(1)}(…) is written without brackets here: ln 2, 2 ln 2, "

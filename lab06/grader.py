@@ -1,10 +1,7 @@
 """Lab 06's grader: grading() runs a learner's tiny_attention.py in a process of its own
-(process.py) and the checks on its answers (grading_checks.py), and returns what they found;
-grade() its report (report.py), one PASS or FAIL line per check:
-`python3 perturb_attention.py --grade tiny_attention.py`, with --head and the change flags for a
-head and changes of the learner's own, and --report for a course's autograder. What it leaves
-out: a sandbox. The file runs with the learner's rights; a course runs untrusted submissions in
-a container.
+(process.py) and the checks (grading_checks.py) on its answers; grade() its report (report.py).
+`python3 perturb_attention.py --grade tiny_attention.py`. Left out: a sandbox (the file runs
+with the learner's rights).
 """
 
 import os
@@ -20,8 +17,7 @@ MAX_FILE = 2 ** 20    # bytes: a larger file is refused before it runs
 
 
 def check_gradable(path):
-    """Raise ValueError when path is not a file to grade (a folder, missing, not a regular file,
-    larger than MAX_FILE) or its name would shadow a module, OSError when it cannot be read."""
+    """Raise ValueError unless path is a regular file to grade, OSError when it cannot be read."""
     if os.path.isdir(path):
         raise ValueError(f"cannot grade {path}: it is a folder, expected a Python file")
     if not os.path.lexists(path):
@@ -35,10 +31,8 @@ def check_gradable(path):
 
 
 def grading(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):
-    """The Grading of the file at path (report.py): with a head or changes, that head's checks;
-    else the lab's, with the cases drawn afresh from seed (a new one by default, named in the
-    report when a check fails). Limits in seconds (CALL_LIMIT and TOTAL_LIMIT by default). Raises
-    what check_gradable raises."""
+    """The Grading (report.py) of the file at path: a head's checks, or the lab's, drawn from seed
+    (a new one by default). Limits in seconds. Raises what check_gradable raises."""
     check_gradable(path)
     own_head = head is not None or changes
     seed = random.SystemRandom().randrange(1, 10 ** 6) if seed is None else seed
@@ -71,6 +65,5 @@ def grading(path, head=None, changes=(), call_limit=None, total_limit=None, seed
 
 
 def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):
-    """The report of grading(path, ...), a line a check (wrapped at LINE_WIDTH) and a last line
-    that counts them, and whether every check passed."""
+    """The report of grading(path, ...) and whether every check passed."""
     return report(grading(path, head, changes, call_limit, total_limit, seed))

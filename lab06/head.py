@@ -1,15 +1,8 @@
-"""Lab 06's core, with a mask of your own: the lab's names for attention over an explicit
-boolean mask, each checked at its door, then computed by core/masked.py's lines.
-
-    masked_softmax(scores, allowed)            one row's softmax, a blocked source (False) −∞ first
-    attend(q, k, v, allowed, blocked_score)    raw_scores, scores, weights and mixed of q (T, d),
-                                               k (S, d), v (S, d_v) and allowed (T, S)
-    attend_backward(cache, d_mixed)            (d_q, d_k, d_v) of what attend returned
-    attention(Q, K, V, allowed)                the lab's names for attend's: scores (before the
-                                               mask), masked_scores, weights and output
-
-allowed[i][j] is True when query i may attend to source j: the polarity of PyTorch's boolean
-`attn_mask` (and the opposite of nn.MultiheadAttention's masks).
+"""Lab 06's core, with a mask of your own: attention over an explicit boolean mask (T, S), each
+door checked, then computed by core/masked.py's lines: masked_softmax (one row), attend and
+attend_backward (the core's names), attention (the lab's and the scaffold's names). allowed[i][j]
+is True when query i may attend to source j: the polarity of PyTorch's boolean `attn_mask` (and
+the opposite of nn.MultiheadAttention's masks).
 """
 
 import math
@@ -31,10 +24,9 @@ def masked_softmax(scores, allowed):
 
 
 def attend(q, k, v, allowed, blocked_score=-math.inf):
-    """attention_core with its input checked: the entry point of Lab 06 and of experiments.
-    Raises ValueError for a ragged, empty or non-finite matrix, q and k widths that differ, k and v
-    counts that differ, a mask of the wrong size or with a non-bool entry, a row with every source
-    blocked, a blocked_score that is neither −∞ nor finite, or a score that overflows."""
+    """attention_core of q (T, d), k (S, d), v (S, d_v) and allowed (T, S), checked at the door.
+    Raises ValueError for a ragged, empty or non-finite matrix, sizes that do not fit, a mask entry
+    not a bool, an all-False row, a score that overflows, a blocked_score not −∞ or finite."""
     _check_head(q, k, v, allowed, blocked_score)
     # the cache owns copies: an edit of the caller's lists after attend changes no gradient
     cache = attention_core(*([list(row) for row in m] for m in (q, k, v, allowed)), blocked_score)
@@ -49,10 +41,8 @@ def attend_backward(cache, d_mixed):
 
 
 def attention(Q, K, V, allowed):
-    """The lab's head under the lab's (and the scaffold's) names: a dict of "scores" (T, S),
-    Q·Kᵀ/√d before the mask (attend's "raw_scores"); "masked_scores" (T, S), −∞ where blocked
-    (attend's "scores"); "weights" (T, S); "output" (T, d_v) (attend's "mixed"). Raises as attend
-    does.
+    """attend under the lab's (and the scaffold's) names: "scores" (T, S) before the mask,
+    "masked_scores" (T, S), −∞ where blocked, "weights" (T, S) and "output" (T, d_v).
 
     >>> head = attention([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[2.0], [4.0]],
     ...                  [[True, False], [True, True]])
@@ -71,7 +61,6 @@ _ATTEND_KEYS = ("q", "k", "v", "allowed", "blocked_score", "scale", "raw_scores"
 
 
 def _check_bools(name, row):
-    """Raise ValueError unless every entry of row is True or False (not 1, 0 or a string)."""
     if set(map(type, row)) != {bool}:
         j, entry = next((j, e) for j, e in enumerate(row) if type(e) is not bool)
         raise ValueError(f"{name}[{j}] must be True or False, got {type(entry).__name__} {entry!r}")
@@ -91,7 +80,6 @@ def check_allowed(allowed, rows, cols):
 
 
 def _check_masked_softmax(scores, allowed):
-    """masked_softmax's door: two lists of one non-zero length, bools, finite allowed scores."""
     for name, value in (("scores", scores), ("allowed", allowed)):
         if type(value) is not list:
             raise TypeError(f"masked_softmax needs {name} as a list, got {type(value).__name__}")
@@ -108,8 +96,6 @@ def _check_masked_softmax(scores, allowed):
 
 
 def _check_head(q, k, v, allowed, blocked_score):
-    """attend's door: q (T, d), k (S, d), v (S, d_v), allowed (T, S) of bools, blocked_score −∞ or
-    a finite number."""
     T, d = check_matrix("q", q)
     S, d_k = check_matrix("k", k)
     S_v, _ = check_matrix("v", v)
@@ -127,8 +113,6 @@ def _check_head(q, k, v, allowed, blocked_score):
 
 
 def _check_attend_backward(cache, d_mixed):
-    """attend_backward's door: a cache attend returned, unchanged since, and d_mixed of its
-    mixed's shape."""
     check_sealed(cache, _ATTEND_KEYS, "attend", EDITED_CACHE_ADVICE)
     T, d_v = len(cache["mixed"]), len(cache["mixed"][0])
     check_matrix("d_mixed", d_mixed, cols=d_v, label="d_mixed")

@@ -1,8 +1,7 @@
-"""Lab 06's grader, the mistakes learners make: for each intermediate, (mistake, make) pairs whose
-make() gives the numbers that mistake gives on a head (q (T, d), k (S, d), v (S, d_v), allowed
-(T, S)), for diagnose (compare.py) to name, and those the whole answer shows (answer_mistakes);
-and the hints for what a call raised or what its exponentials did. A problem with its hint reads
-"<problem>; this looks like: <mistake>" (HINT).
+"""Lab 06's grader, the mistakes learners make: for each intermediate of a head (q (T, d), k (S, d),
+v (S, d_v), allowed (T, S)), (mistake, make) pairs, make() the numbers that mistake gives, for
+diagnose (compare.py); and hints for what a call raised. A hint reads "<problem>; this looks
+like: <mistake>".
 """
 
 import math
@@ -49,10 +48,8 @@ def score_mistakes(q, k, v):
 
 
 def answer_mistakes(q, k, v, allowed):
-    """(mistake, part, make) for the mistakes the whole answer shows, named at whichever part
-    differs first (the weights of a file that transposed its scores, the scores of one that
-    scales after the softmax): the part of attention's answer that shows it, and make() its
-    numbers there."""
+    """(mistake, part, make) for the mistakes the whole answer shows, at whichever part differs
+    first."""
     d = len(q[0])
     scaled_up = [[x * math.sqrt(d) for x in row] for row in q]      # scores of Q·Kᵀ unscaled
     return [
@@ -97,8 +94,8 @@ def masked_score_mistakes(scores, allowed):
 
 
 def finite_stand_in(got, scores, allowed):
-    """The mistake when got is scores masked with every blocked score one finite number, else
-    None; both mistakes when it is so with the mask's polarity inverted (True read as blocked)."""
+    """The mistake when got is scores masked with one finite number (with the polarity inverted
+    too), else None."""
     inverted = _stand_in(got, scores, [[not ok for ok in row] for row in allowed])
     return _stand_in(got, scores, allowed) or (inverted and f"{INVERTED}; and {inverted}")
 
@@ -198,8 +195,7 @@ def refused_shape(shape, v_width):
 
 
 def _not_finite(value):
-    """"∞" or "NaN" for the first +∞ or NaN in an answer (what an overflow or a 0/0 leaves
-    behind), else None."""
+    """"∞" or "NaN" for the first +∞ or NaN in an answer, else None."""
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     for item in items:
         found = _not_finite(item)

@@ -1,7 +1,5 @@
-"""Lab 06's explorer page: each case of lab06.lab.cases as a map of the explorer (explorer/page.py),
-with its arithmetic in fractions where they are exact.
-
-    python3 perturb_attention.py --html FILE    the baseline, each intervention, the bug
+"""Lab 06's explorer page (`perturb_attention.py --html FILE`): each case of lab06.lab.cases as a
+map of the explorer (explorer/page.py), its arithmetic in fractions where they are exact.
 """
 
 from common.views import MAX_TOKENS
@@ -30,9 +28,8 @@ def lab_maps(found):
 
 
 def lab_page(result, head=HEAD, changes=()):
-    """The lab's explorer: each case of lab06.cases(result, head, changes) as a map, with its
-    arithmetic in fractions where they are exact. Raises ValueError for a head of more than
-    MAX_TOKENS positions, or a result that lab06.lab or lab06.experiment did not return."""
+    """The lab's explorer of result, what lab06.lab or lab06.experiment returned (head and changes
+    are its own). Raises ValueError for more than MAX_TOKENS positions, or another result."""
     if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
     T = len(result["baseline"]["weights"])

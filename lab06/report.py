@@ -1,9 +1,6 @@
-"""Lab 06's grader, the report of a Grading: a PASS or FAIL line a check, each hint at its first
-FAIL only, a last line that counts them, and the verdict (report); and the same checks in the
-formats course autograders read, one test a check (gradescope: Gradescope's results.json; junit:
-JUnit XML, which CodeGrade, GitHub Classroom and most CI read). Every line is printable (what the
-learner's code wrote cannot move the cursor or paint a PASS over its FAIL) and in the text at
-most LINE_WIDTH characters. What it leaves out: points of unequal weight (each check is 1).
+"""Lab 06's grader, the report of a Grading: a PASS or FAIL line a check (each hint at its first
+FAIL), a count and the verdict; and the same checks as course autograders read them (gradescope,
+junit). Every line is printable, at most LINE_WIDTH. Left out: points of unequal weight.
 """
 
 import collections
@@ -16,8 +13,7 @@ LINE_WIDTH = 100      # a report's lines, wrapped: the learner has the lesson be
 
 
 def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
-    """line as lines of at most width characters, broken at spaces; each after the first indented
-    to follow "FAIL  ". A word longer than a line is cut where the line ends.
+    """line as lines of at most width, broken at spaces (a longer word cut), indented after FAIL.
 
     >>> wrapped("FAIL  " + "word " * 4, 16)
     ['FAIL  word word', '      word word']
@@ -35,9 +31,8 @@ def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
 
 
 def printable(line):
-    r"""line with every character a terminal would act on (a newline, a carriage return, an escape
-    sequence's ESC, a lone surrogate) written as its escape: a message from the learner's code
-    cannot move the cursor, paint a PASS over its FAIL or break the output's encoding.
+    r"""line with every character a terminal would act on written as its escape: the learner's
+    code cannot move the cursor or paint a PASS over its FAIL.
 
     >>> printable("FAIL  x: \x1b[1A\rPASS")
     'FAIL  x: \\x1b[1A\\rPASS'
@@ -47,11 +42,9 @@ def printable(line):
 
 
 Grading = collections.namedtuple("Grading", "names results stopped warden_stopped subreaper seed")
-Grading.__doc__ = """What one grading found: names, every check's in the order they run; results,
-[(what was checked, None or what is wrong)] in the order they ran (the import first, when it
-failed); stopped, why the rest did not run, or None; warden_stopped, True when the file stopped
-its warden (then none counts); subreaper, False when a process the file started in a session of
-its own may outlive the grading; seed, what draws the same cases again (None: none drawn)."""
+Grading.__doc__ = """What one grading found: names (each check's), results [(what was checked,
+None or what is wrong)], stopped (why the rest did not run, or None), warden_stopped, subreaper
+(False: what the file started may outlive the grading) and seed (None: none drawn)."""
 
 WARDEN = ("the file stopped its warden, the process that ends what it starts, and the grader "
           "killed what was left: leave the grader's processes alone")
@@ -59,8 +52,7 @@ DRAWN = "drawn afresh"      # a check that takes cases drawn from the seed says 
 
 
 def _said(grading):
-    """[(what, problem)] as the report says them: each hint at its first FAIL, "the mistake named
-    above" after it; the grading's own FAIL last when the file stopped its warden."""
+    """[(what, problem)] as the report says them: each hint at its first FAIL only."""
     said, hints = [], set()
     for what, problem in grading.results:
         if problem is not None:
@@ -78,8 +70,7 @@ def _passed(grading):
 
 
 def _summary(grading):
-    """The report's last lines, unwrapped: a note when what the file started may outlive the
-    grading, and the count of the checks that pass."""
+    """The report's last lines, unwrapped: a note without a subreaper, and the count."""
     passed, count = _passed(grading), len(grading.names)
     notes = [] if grading.subreaper else [
         "note: this system has no prctl(PR_SET_CHILD_SUBREAPER): a process the file started in "
@@ -96,8 +87,7 @@ def _summary(grading):
 
 
 def report(grading):
-    """(lines, verdict): a PASS or FAIL line a check, as they ran, wrapped at LINE_WIDTH, and the
-    summary. The verdict: every check passed, and the warden was left alone."""
+    """(lines, verdict): a PASS or FAIL line a check and the summary; every check passed."""
     lines = [f"PASS  {what}" if problem is None else f"FAIL  {what}: {problem}"
              for what, problem in _said(grading)] + _summary(grading)
     verdict = _passed(grading) == len(grading.names) and not grading.warden_stopped
@@ -105,9 +95,7 @@ def report(grading):
 
 
 def course_tests(grading):
-    """[(name, problem)] one a check, in the order they run: what the report's line says of each
-    that ran (problem None when it passed), and of each that did not, that it did not and where
-    the grading stopped. When the file stopped its warden, none passes."""
+    """[(name, problem)] one a check: the report's words, or where the grading stopped."""
     said = dict(_said(grading))
     last = (f"did not run: the grading stopped at {grading.results[-1][0]}: "
             f"{said[grading.results[-1][0]]}" if grading.stopped else None)
@@ -118,9 +106,8 @@ def course_tests(grading):
 
 
 def gradescope(grading, seconds):
-    """Gradescope's results.json for grading, which took seconds: one test a check, 1 point each,
-    those drawn afresh visible only after the due date (a course may hide them), the summary as
-    the output; the score is the count of those that passed."""
+    """Gradescope's results.json: a test of 1 point a check, those drawn afresh visible after the
+    due date."""
     tests = course_tests(grading)
     return json.dumps({
         "score": sum(problem is None for _, problem in tests), "execution_time": round(seconds, 1),
@@ -132,8 +119,7 @@ def gradescope(grading, seconds):
 
 
 def junit(grading, seconds):
-    """JUnit XML for grading, which took seconds: a testsuite of one testcase a check, each that
-    failed with its FAIL text as its <failure message=...>, the summary as its system-out."""
+    """JUnit XML: a testcase a check, a FAIL's text as its <failure message=...>."""
     tests = course_tests(grading)
     suite = ElementTree.Element("testsuite", name="lab06", tests=str(len(tests)), failures=str(
         sum(problem is not None for _, problem in tests)), errors="0", time=f"{seconds:.3f}")

@@ -1,7 +1,6 @@
 """Lab 06's scaffold: `python3 perturb_attention.py --scaffold tiny_attention.py` writes SCAFFOLD,
-the starter file whose matmul, masked_softmax and attention the learner fills in, with the list of
-the grader's checks. A file named after a module of the standard library (json.py) is refused here
-and by the grader: beside it, `import json` would find the file.
+the starter file the learner fills in, with the grader's checks, never named after a module of
+the standard library (json.py), which the file would shadow.
 """
 
 import os
@@ -67,11 +66,8 @@ if __name__ == "__main__":
 
 
 def shadowed(path):
-    """The module of the standard library (sys.stdlib_module_names) that a Python file of this
-    name would shadow, run or imported from its folder: beside a json.py, `import json` finds the
-    file, and every command run there breaks; None when nothing. A name of this project's
-    (attention.py) shadows nothing the commands use: they run from the top folder, and import
-    finds its modules and packages before a file elsewhere, or a new file beside a package.
+    """The module of the standard library a Python file of this name would shadow from its folder,
+    or None (a name of this project's shadows nothing: the commands run from the top folder).
 
     >>> shadowed("json.py"), shadowed("attention.py"), shadowed("tiny_attention.py")
     ("the standard library's json", None, None)
@@ -84,8 +80,7 @@ def shadowed(path):
 
 
 def refuse_a_shadowing_name(path, doing):
-    """Raise ValueError, naming the module, when a file at path would shadow one (shadowed);
-    doing is what was asked ("write", "grade")."""
+    """Raise ValueError, naming the module, when a file at path would shadow one."""
     what = shadowed(path)
     if what:
         stem = os.path.splitext(os.path.basename(path))[0]

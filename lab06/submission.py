@@ -3,19 +3,10 @@ with the grader's verdict on their tiny_attention.py and Part 4's questions for 
 
     python3 perturb_attention.py --predict predictions.txt --submission submission.md
 
-The learner asks for the program's output by running this after predicting: the sheet must
-exist. The program owns what lies between its two markers, <!-- program: start --> and
-<!-- program: end -->: the date, the commands, the Python version, Parts 1 and 2 as tables ("by
-hand", the sheet's answer; "program output", lab06/lab.py's value as the lab writes it; whether
-they agree) and Part 3's grading. Run again, it rewrites that section and keeps every other line:
-Part 4's headings, written once, and whatever the learner wrote. It never fills in Part 4.
-
-    predict(sheet_path, submission_path)   --predict FILE [--submission S]: (text, exit status)
-    program_section(found, problems, count, sheet_path, submission_path)
-                                           the Markdown between the markers
-    merged(old, program)                   the submission's new text, the learner's lines kept
-
-What it leaves out: grading Part 4, and any file other than the one sheet and tiny_attention.py.
+The sheet must exist. The program owns what lies between its two markers (START, END): the
+commands, Parts 1 and 2 as tables (by hand, program output, whether they agree) and Part 3's
+grading; run again, it rewrites that section and keeps every other line. Left out: grading Part
+4, and any file other than the one sheet and tiny_attention.py.
 """
 
 import datetime
@@ -60,8 +51,7 @@ def _graded_file(sheet_path):
 
 
 def grading(sheet_path):
-    """Part 3 in Markdown: the grader's command and verdict, and its report in a fenced block, run
-    as --grade runs it (lab06/grader.py, a fresh seed); or how to write the file to grade."""
+    """Part 3 in Markdown: --grade's command, verdict and report, or how to write the file."""
     path = _graded_file(sheet_path)
     if path is None:
         return (f"No {GRADED} beside {sheet_path} or in this folder: write it with "
@@ -79,8 +69,7 @@ def grading(sheet_path):
 
 
 def program_section(found, problems, count, sheet_path, submission_path):
-    """The Markdown the program owns: what was run, with what, and Parts 1 to 3. found and problems
-    are what sheet.results gave, count the checker's last line."""
+    """The Markdown between the markers, of sheet.results (found, problems) and its count."""
     out = ["# Lab 06: submission", "",
            f"Written on {datetime.date.today().isoformat()} with Python "
            f"{platform.python_version()} by", "",
@@ -123,10 +112,8 @@ def part_four():
 
 
 def merged(old, program, path="the submission"):
-    """The submission's new text: old (None for a new file) with what lies between its markers
-    replaced by program, every other line kept; a new file gets Part 4's headings after the
-    program's section. Raises ValueError when old does not hold the two markers once each, in
-    order: then it is no submission of this command's, and nothing of it may be lost."""
+    """old (None for a new file, which gets Part 4's headings) with what lies between its markers
+    replaced by program. Raises ValueError unless old holds the two markers once each, in order."""
     section = f"{START}\n{program.rstrip()}\n{END}"
     if old is None:
         return f"{section}\n\n{part_four()}"
@@ -139,9 +126,8 @@ def merged(old, program, path="the submission"):
 
 
 def predict(sheet_path, submission_path=None):
-    """--predict FILE [--submission S]: without S, write the sheet or check it (sheet.predict);
-    with S, check the sheet and write or update S. Returns the text to print and the exit
-    status: 0 only when every item of the sheet is right."""
+    """--predict FILE [--submission S]: sheet.predict, or with S, check the sheet and write S.
+    Returns the text to print and the exit status, 0 only when every item is right."""
     if submission_path is None:
         return sheet.predict(sheet_path)
     check_output_path(sheet_path)
