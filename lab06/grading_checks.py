@@ -64,8 +64,7 @@ def _product(learner, left, right, want):
 
 def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=None,
           when_raised=None):
-    """One part of attention's answer on args against want: None, or what is wrong, with the
-    mistake it looks like (mistakes: (mistake, make) pairs, or a function of the answer)."""
+    """One part of attention's answer on args against want: None, or what is wrong and its hint."""
     reply = learner.call("attention", *args)
     if reply.failure:
         return hinted(reply.failure, when_raised and when_raised(reply))
@@ -104,8 +103,7 @@ def _row(learner, scores, allowed, want, when_wrong=None):
 
 
 def _rejects(learner, function, args, what, type_error_too=False):
-    """None when function(*args) raises ValueError (TypeError too, if type_error_too), else what
-    happened; args may be a list of (label, args), each refused, the first that is not named."""
+    """None when function(*args), or each of a list of (label, args), raises ValueError."""
     for label, one in args if isinstance(args, list) else [(None, args)]:
         reply = learner.call(function, *one)
         if reply.kind == "ValueError" or (type_error_too and reply.kind == "TypeError"):
@@ -173,8 +171,7 @@ PARTS = ("scores", "masked_scores", "weights", "output")     # attention's answe
 
 
 def _intermediates(args):
-    """[(part, want, mistakes, blocked, blocked_value)] for scores, masked_scores, weights and
-    output of attention(*args), in that order, as _part takes them."""
+    """[(part, want, mistakes, blocked, blocked_value)] for each of PARTS, as _part takes them."""
     q, k, v, allowed = args
     want = _want(args)
 

@@ -34,8 +34,7 @@ def attend(q, k, v, allowed, blocked_score=-math.inf):
 
 
 def attend_backward(cache, d_mixed):
-    """attention_core_backward with its input checked: cache is what attend returned, d_mixed
-    (T, d_v). Returns (d_q, d_k, d_v)."""
+    """(d_q, d_k, d_v) of what attend returned (cache) and d_mixed (T, d_v), checked."""
     _check_attend_backward(cache, d_mixed)
     return attention_core_backward(cache, d_mixed)
 

@@ -43,9 +43,9 @@ def projected(head=HEAD):
     if not isinstance(head, dict):
         raise TypeError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed, got "
                         f"{type(head).__name__}")
-    needed = ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
-    if any(key not in head for key in needed):
-        missing = [key for key in needed if key not in head]
+    missing = [key for key in ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
+               if key not in head]
+    if missing:
         raise ValueError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed; missing "
                          f"{', '.join(missing)}")
     v = ([list(row) for row in head["V"]] if "V" in head else matmul(head["X"], head["WV"]))
@@ -80,8 +80,11 @@ def softmax_over_destinations(q, k, v, allowed):
     return weights, matmul(weights, v)
 
 
-BUGS = {"post-softmax": ("buggy_post_softmax", buggy_post_softmax),
-        "destinations": ("softmax_over_destinations", softmax_over_destinations)}
+# --bug's names: (the record's key, the procedure, a view's title)
+BUGS = {"post-softmax": ("buggy_post_softmax", buggy_post_softmax,
+                         "buggy: softmax, then zero the future"),
+        "destinations": ("softmax_over_destinations", softmax_over_destinations,
+                         "buggy: softmax over the destinations (each column)")}
 
 
 def _stage(change):
@@ -101,9 +104,8 @@ def checked_changes(changes):
 
 
 def run(head=HEAD, changes=()):
-    """Every intermediate of a head after changes, from fresh copies: q, k, v, allowed, scores
-    (before the mask), masked_scores, weights and output. Raises TypeError for a change that none
-    of this module's change builders made."""
+    """q, k, v, allowed, scores (before the mask), masked_scores, weights and output of a head after
+    changes, from fresh copies. Raises TypeError for a change no builder of this module made."""
     changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
     inputs = [change for change in changes if _stage(change) == "inputs"]
@@ -149,16 +151,10 @@ def baseline_of(first):
 
 
 def compared(base, after):
-    """after's weights and output, and the rows that changed from base (what baseline returned),
-    0-based, each list beside its labels counted from 1 (a₃, z₃)."""
-    return with_labels({"weights": after["weights"], "output": after["output"],
-                        "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
-                        "output_rows_changed": changed_rows(base["output"], after["output"])})
-
-
-def with_labels(section):
-    """section with, beside its 0-based weight_rows_changed and output_rows_changed, their labels
-    counted from 1 (a₃, z₃)."""
+    """after's weights and output, and the 0-based rows that changed from base, labelled (a₃)."""
+    section = {"weights": after["weights"], "output": after["output"],
+               "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
+               "output_rows_changed": changed_rows(base["output"], after["output"])}
     for key, letter in (("weight_rows_changed", "a"), ("output_rows_changed", "z")):
         section[key + "_labels"] = [f"{letter}{subscript(i + 1)}" for i in section[key]]
     return section
@@ -171,8 +167,7 @@ def inputs_of(after):
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def _position(n, what):
-    """Raise TypeError unless n is an int (not a bool), ValueError beyond MAX_POSITIONS; whether it
-    is a position of the head at hand is said when the change meets the head."""
+    """Raise TypeError unless n is an int (not a bool), ValueError beyond MAX_POSITIONS."""
     if type(n) is not int:
         raise TypeError(f"{what} must be a position counted from 1, an int, got {kind(n)}")
     if abs(n) > MAX_POSITIONS:
@@ -251,8 +246,7 @@ def scale_key(j, c):
 
 
 def block(i, j):
-    """Query i may no longer read source j, which stays in the sequence. Raises ValueError when
-    that leaves query i no source at all."""
+    """Query i may no longer read source j, which stays in the sequence (never its last source)."""
     _position(i, "the query's position")
     _position(j, "the source's position")
 
@@ -296,8 +290,7 @@ def offset_scores(i, c):
 
 
 def scale_scores(i, c):
-    """Multiply every score of row i by c (a blocked one stays −∞), then take its softmax again:
-    unlike an offset, a factor changes the weights (1000 sharpens the row)."""
+    """Multiply every score of row i by c (a blocked one stays −∞), then take its softmax again."""
     _position(i, "the row")
     check_number("the factor", c)
 
@@ -349,8 +342,7 @@ class Record(dict):
 
 
 def bug_section(bug, after):
-    """A buggy procedure (a key of BUGS) on a run's q, k, v and mask: its weights, their row (and
-    for the destinations, column) sums and its output."""
+    """A bug of BUGS on a run's q, k, v and mask: its weights, row (and column) sums and output."""
     weights, output = BUGS[bug][1](*inputs_of(after))
     section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
     if bug == "destinations":
@@ -474,20 +466,14 @@ def experiment(head, changes=(), bugs=()):
         section = bug_section(bug, runs["baseline"])
         if changes:
             new = buggy if bug == "post-softmax" else bug_section(bug, after)
-            section = with_labels({
-                "changes": result["intervention"]["changes"], **new,
-                "baseline_weights": section["weights"], "baseline_output": section["output"],
-                "weight_rows_changed": changed_rows(section["weights"], new["weights"]),
-                "output_rows_changed": changed_rows(section["output"], new["output"])})
+            section = {"changes": result["intervention"]["changes"], **new,
+                       "baseline_weights": section["weights"], "baseline_output": section["output"],
+                       **compared(section, new)}       # new's weights and output, in their places
         result[BUGS[bug][0]] = section
     return Record(result, runs, changes)
 
 
 # ---- what a view shows -------------------------------------------------------------------------
-
-BUG_TITLES = {"post-softmax": "buggy: softmax, then zero the future",
-              "destinations": "buggy: softmax over the destinations (each column)"}
-
 
 def position_labels(T):
     """x₁ … x_T: positions counted from 1, as the lab counts them."""
@@ -529,10 +515,10 @@ def cases(result):
                           TITLES.get(key) or "; ".join(section["changes"]),
                           z_changed(section["output_rows_changed"]), section, found[0]))
     after = result.runs.get("intervention", result.runs["baseline"])
-    for bug, (key, _) in BUGS.items():
+    for bug, (key, _, title) in BUGS.items():
         if key not in result:
             continue
-        section, title, before = result[key], BUG_TITLES[bug], None
+        section, before = result[key], None
         subtitle = f"row sums {vector_text(section['row_sums'])}"
         if "column_sums" in section:
             subtitle = f"column sums {vector_text(section['column_sums'])}; " + subtitle

@@ -107,9 +107,8 @@ def _stand_in(got, want, allowed):
         return None                       # mismatch has said what came instead
     blocked = [g for got_row, ok_row in zip(got, allowed) for g, ok in zip(got_row, ok_row)
                if not ok]
-    if not blocked or not all(is_number(g) and math.isfinite(g) for g in blocked):
-        return None
-    if len(set(blocked)) != 1 or blocked[0] == 0.0:
+    if not blocked or not all(is_number(g) and math.isfinite(g) for g in blocked) or \
+            len(set(blocked)) != 1 or blocked[0] == 0.0:
         return None
 
     def allowed_only(matrix):
@@ -217,16 +216,17 @@ def _exp_trouble(reply):
     return None
 
 
-def no_shift(reply):
-    trouble = _exp_trouble(reply)
-    return trouble and (f"no shift, or not by the largest allowed score: {trouble}; subtract "
-                        f"the largest allowed score before exp")
+def _when_exp_trouble(hint):
+    """The hint for a reply whose exponentials went wrong, {} what they did; else None."""
+    return lambda reply: _exp_trouble(reply) and hint.format(_exp_trouble(reply))
 
 
-def shift_not_largest(reply):
-    trouble = _exp_trouble(reply)
-    return trouble and (f"the shift is not the largest allowed score: {trouble}; subtract the "
-                        f"largest, 1000 here, so that no exp is above 1")
+no_shift = _when_exp_trouble("no shift, or not by the largest allowed score: {}; subtract the "
+                             "largest allowed score before exp")
+shift_not_largest = _when_exp_trouble("the shift is not the largest allowed score: {}; subtract "
+                                      "the largest, 1000 here, so that no exp is above 1")
+large_scores = _when_exp_trouble("no shift by the largest allowed score: {} (exp(1000.7) alone "
+                                 "overflows)")
 
 
 def shift_over_blocked(reply):
@@ -238,8 +238,3 @@ def shift_over_blocked(reply):
                 + (f": {trouble}" if trouble else "") + "; subtract the largest allowed score")
     return None
 
-
-def large_scores(reply):
-    trouble = _exp_trouble(reply)
-    return trouble and (f"no shift by the largest allowed score: {trouble} (exp(1000.7) alone "
-                        f"overflows)")

@@ -8,10 +8,8 @@ from lab06.lab import HEAD, cases, position_labels
 
 
 def lab_maps(found):
-    """One map per case of lab06.cases (found), in its order: its run's q, k and v, and the scores
-    its softmax took (the post-softmax bug's are the unmasked ones). Raises ValueError for what
-    the page's arithmetic cannot show: the softmax over destinations, and changes made to the
-    scores or weights themselves."""
+    """One map per case of lab06.cases (found): its run's q, k, v and the scores its softmax took.
+    Raises ValueError for the softmax over destinations and changes of scores or weights."""
     maps = []
     for case in found:
         if case["key"] == "destinations" or any(

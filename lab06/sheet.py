@@ -215,8 +215,7 @@ def _positions_difference(answer, expected, units=(), where=()):
 
 
 def verdict(item, text, expected):
-    """("right" | "WRONG" | "not yet" | "cannot read", detail) of an item's answer text against
-    the lab's value."""
+    """("right" | "WRONG" | "not yet" | "cannot read", detail) of an answer against the lab's."""
     _, kind, units = item
     if not text:
         return "not yet", ""
@@ -259,8 +258,7 @@ def report(found, problems):
 
 
 def predict(path):
-    """--predict FILE: write a blank sheet where there is none, else check it. Returns the text to
-    print and the exit status, 0 only when every item is right."""
+    """--predict FILE: write a blank sheet where there is none, else check it: (text, status)."""
     check_output_path(path)      # a folder or a file of the project's is no sheet
     if not os.path.lexists(path):
         write_atomic(path, sheet_text(path))

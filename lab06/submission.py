@@ -126,8 +126,8 @@ def merged(old, program, path="the submission"):
 
 
 def predict(sheet_path, submission_path=None):
-    """--predict FILE [--submission S]: sheet.predict, or with S, check the sheet and write S.
-    Returns the text to print and the exit status, 0 only when every item is right."""
+    """--predict FILE [--submission S]: sheet.predict, or check the sheet and write S: (text,
+    status)."""
     if submission_path is None:
         return sheet.predict(sheet_path)
     check_output_path(sheet_path)

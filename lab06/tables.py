@@ -159,9 +159,8 @@ def _changed_rows(case, before):
 
 
 def changes_table(result, head=HEAD, changes=()):
-    """Part 2 (and Part 4, a head or change of your own): for each intervention and each bug after
-    it, the rows of S, A and Z that changed, each before → after, and nothing of Part 1's answers;
-    for the lab's own, after the fourth the buggy procedure's rows the doubled future key moved."""
+    """Parts 2 and 4: the rows of S, A and Z each intervention and each bug after it changed,
+    before → after, and nothing of Part 1's answers."""
     labels = position_labels(len(result["baseline"]["weights"]))
     lines = []
     for case in cases(result)[1:]:
