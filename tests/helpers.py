@@ -1,7 +1,5 @@
 """What the test files share: running a command line as a learner runs it, and asserting on errors.
 
-    run_process(script, *args)     the script as a subprocess in this folder (for what only a
-                                   process of its own shows: its exit at the top level)
     run_script(script, *args)      a script run as `python3 script args` runs it, but in this
                                    process (fast): its own code as __main__, output captured;
                                    folder= makes it find its files in another folder
@@ -100,13 +98,6 @@ def folder_copy(*names):
             yield tmp
         finally:
             safe_io.HERE = saved
-
-
-def run_process(script, *args):
-    """Run a script of this folder as `python3 script *args` in a process of its own, in this
-    folder: for commands that only read."""
-    return subprocess.run([sys.executable, script, *args], cwd=HERE, capture_output=True,
-                          text=True)
 
 
 _COMPILED = {}

@@ -1,9 +1,7 @@
 """Tests of bpe.py and of the lesson's tokenizer.json."""
 
-import json
 import os
 import random
-import time
 from collections import Counter
 import tempfile
 import unittest
@@ -13,7 +11,7 @@ from benchmarks.reference import corpus
 import bpe
 from bpe import (Tokenizer, word_counts, chunks, encode_chunk, encode_chunk_plain, merge_pair,
                  train, train_plain)
-from tests.helpers import MessageAssertions, run_main, run_process, run_script
+from tests.helpers import MessageAssertions, run_main, run_script
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
 LESSON = os.path.join(HERE, "tokenizer.json")
@@ -367,7 +365,7 @@ class Encoding(unittest.TestCase):
 class CommandLine(unittest.TestCase):
 
     def test_encode_prints_the_lesson_tokens_and_ids(self):
-        done = run_process("bpe.py", "encode", "mia has a red ball.")  # once as a process
+        done = run_script("bpe.py", "encode", "mia has a red ball.")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(
             done.stdout.splitlines(),
