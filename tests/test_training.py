@@ -199,7 +199,8 @@ class Stories(unittest.TestCase):
         in 25 (fewer once a story that does not fit is drawn again); a distractor in half, at every
         place after the first sentence; and the first colour at every tenth of the context."""
         count = len(self.train)
-        lead_ins = Counter(colour_sentences(s)[0] for s in self.train)
+        named = {s: colour_sentences(s) for s in self.train}
+        lead_ins = Counter(named[s][0] for s in self.train)
         shares = [sum(lead_ins[n] for n in part) / count
                   for part in (range(1), range(1, 4), range(4, 9), range(9, 19))]
         for share, (low, high) in zip(shares, [(0.25, 0.4), (0.2, 0.35), (0.15, 0.3),
@@ -207,7 +208,7 @@ class Stories(unittest.TestCase):
             self.assertTrue(low < share < high, shares)
         with_distractor = [s for s in self.train if s.distractor]
         self.assertTrue(0.45 < len(with_distractor) / count < 0.55, len(with_distractor))
-        gaps = Counter(colour_sentences(s)[1] - colour_sentences(s)[0] for s in with_distractor)
+        gaps = Counter(named[s][1] - named[s][0] for s in with_distractor)
         self.assertLessEqual(set(range(1, 11)), set(gaps), "a distractor at each of 10 places")
         places = {tokens(stories.question(s)[:stories.question(s).index(f" {s.colour}")]) * 10
                   // stories.MAX_TOKENS for s in self.train}
