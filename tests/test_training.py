@@ -69,11 +69,6 @@ STOPPED_SEEDS = ({stop: concurrent.futures.ThreadPoolExecutor(1).submit(stopped_
 SEED = 20261129
 
 
-def seeded_stories():
-    """stories.stories(train.SEED), drawn once for every test: the recorded run's stories."""
-    return recorded_seed_stories()
-
-
 def sentences(text):
     """'mia has a red ball! the ball is red.' -> ['mia has a red ball', 'the ball is red']: every
     sentence of the generator ends with . ! or ?, and none holds one inside."""
@@ -98,7 +93,7 @@ class Stories(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.train, cls.tests = seeded_stories()
+        cls.train, cls.tests = recorded_seed_stories()
 
     def test_the_answer_is_the_colour_of_the_first_colour_sentence(self):
         for s in self.train + [s for test in self.tests.values() for s in test]:
@@ -239,7 +234,7 @@ class Stories(unittest.TestCase):
         """second object: both colours in the first sentence; distractor's object: the second
         colour in the second sentence. Either way the question's object is the second colour's,
         and no story is one of stories(SEED) or repeated."""
-        sets = stories.cannot_stories(train.SEED, seeded_stories())
+        sets = stories.cannot_stories(train.SEED, recorded_seed_stories())
         seen = {s.text for s in self.train} | {s.text for t in self.tests.values() for s in t}
         texts = [s.text for test in sets.values() for s in test]
         self.assertEqual(len(set(texts)), len(texts))
@@ -274,7 +269,7 @@ class Bigrams(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        train, cls.tests = seeded_stories()
+        train, cls.tests = recorded_seed_stories()
         cls.train = train[:200]         # a smaller training set: the same bigrams' rules
         cls.tokenizer = stories.training_tokenizer()
         cls.fitted = bigrams.bigrams(cls.tokenizer, cls.train)
