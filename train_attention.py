@@ -1,60 +1,29 @@
-"""Why attention: train the lesson's layer on the colour stories, and measure it honestly.
+"""Why attention: train the lesson's layer on the colour stories, and ask what it learned.
 
 A story gives a thing its colour anywhere in up to 128 tokens and asks for it back in its last
-sentence; half the training stories hold a distractor, another colour later on. training/ holds
-the stories, the two bigrams, the model around the lesson's layer and its training
-(training/README.md); this is their command line.
+sentence; training/ holds the stories, the models and their training (training/README.md); this
+is their command line.
 
-    python3 train_attention.py               train seed 1 and print its run (about 24 s)
+    python3 train_attention.py               train seed 1 and print its run
     python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
-                                             answer the story and print the question's weight
-                                             on each of its tokens
+                                             the answer, and the question's weight on each token
     python3 train_attention.py --seeds 10    train seeds 1…10, a row each (on every core)
-    python3 train_attention.py --write       record seeds 1…30 in training-run.json, and seed
-                                             1's weights, interventions and rule (minutes)
-    python3 train_attention.py --check       fail unless seed 1 trains as the records say, and
-                                             the two-layer run's first 200 stories too
-    python3 train_attention.py --check --all-seeds    the same for seeds 1…30 (minutes)
-    python3 train_attention.py --svg FILE    draw the recorded figure: a question, two colours
-    python3 train_attention.py --story TEXT --block 4        the question may no longer read
-                                             token 4 (positions from 1); --ablate-value 4 zeroes
-                                             its value instead; each shows before → after
+    python3 train_attention.py --write       record seeds 1…30, and seed 1's weights,
+                                             interventions and rule (minutes)
+    python3 train_attention.py --check [--all-seeds]    fail unless seed 1 (or all 30) trains
+                                             as recorded, and the two-layer run's prefix too
+    python3 train_attention.py --svg FILE    draw the recorded figure
+    python3 train_attention.py --story TEXT --block 4    (or --ablate-value 4) before → after
     python3 train_attention.py --patch CLEAN --into CORRUPTED [--svg FILE]
-                                             activation patching of two stories of as many tokens
     python3 train_attention.py --story TEXT --export FILE    the layer's map for a viewer
-    python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]
-                                             two layers set by hand that continue a repeated
-                                             sequence (training/induction.py): no training
-    python3 train_attention.py --layers 2 [--seed N]     the two-layer model, its layer 1 GIVEN
-                                             (set by hand: each row averages the two tokens
-                                             before it), the rest trained (minutes): its held-out
-                                             sets beside one layer's; --write records seeds 1…3
-                                             (training/given_layer.py), --check trains their
-                                             prefix again, --story and --export answer from the
-                                             recorded model
+    python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]    set by hand
+    python3 train_attention.py --layers 2 [--seed N]     two layers, layer 1 given (minutes)
 
 --story, --block, --ablate-value, --patch and --export answer from the recorded model
-(training/trained-model.json, written by --write and checked by --check; --story and --patch print
-JSON with --json); with --seed or --steps they train that model first. The records of --write:
-training-run.json, trained-model.json, interventions-run.json (what the interventions find on
-seed 1's held-out stories) and rule-run.json (where the rule seed 1 learned fails:
-training/rule.py).
-
-From Python:
-
-    import train_attention
-    model = train_attention.recorded_model()        # the recorded run's; train_model(1) trains it
-    answer, weights = train_attention.predict(model, "today ana has a pink kite. the kite is")
-                                        # the answer's text, and (token, weight) for each token
-    before, after = train_attention.intervene(model, text, block=[4], ablate=None)
-    result = train_attention.patch(model, clean, corrupted)     # what --patch --json prints
-
-The stories use the eleven COLOURS and the words of training/story-words.txt; a story may use
-others, in lower-case letters with spaces and . , ! ? ' (a word the stories never use is read in
-pieces). A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the
-limit.
-What the one-layer model leaves out: batches, dropout, normalization, a second layer (the
-two-layer model's layer 1 is given, not learned).
+(training/trained-model.json); with --seed or --steps they train that model first. From Python:
+train_model, predict, recorded_model, intervene and patch.
+A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
+What the one-layer model leaves out: batches, dropout, normalization, a second layer.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -105,7 +74,7 @@ MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a st
 
 
 def _run_keeping_model(seed, steps):
-    """run, and the model's record too: what a process of the pool sends back."""
+    """A seed's record and its model's: what a process of the pool sends back."""
     model = train_model(seed, steps)
     return measure(model, seed, steps), model_record(model, seed, steps)
 
@@ -120,8 +89,7 @@ def _interrupt(signum, frame):
 
 
 def _worker_signals():
-    """A worker's signals: Ctrl-C is the main process's alone, and the terminate that stops a
-    worker ends it as the signal's default does (held no longer: it was forked while they were)."""
+    """A worker ignores Ctrl-C (the main process's alone) and ends on a terminate."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stop in STOPPING:
         signal.signal(stop, signal.SIG_DFL)
@@ -131,8 +99,7 @@ def _worker_signals():
 
 @contextlib.contextmanager
 def _signals_held():
-    """Ctrl-C, SIGTERM and SIGHUP held back until the block ends, where the system can: a pool
-    stopped while it starts its thread and workers cannot be shut down cleanly."""
+    """HELD waits until the block ends: a pool stopped while it starts cannot shut down cleanly."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -144,10 +111,8 @@ def _signals_held():
 
 
 def run_seeds(seeds, steps=STEPS, models=None):
-    """The records of several seeds, trained side by side on every core, in the order of seeds;
-    models, a dict when given, gets each seed's model_record. Ctrl-C is this process's alone: the
-    workers ignore it, and are stopped with the pool; so are they when SIGTERM or SIGHUP ends this
-    process, which would otherwise leave them running."""
+    """The records of seeds, trained on every core, in order; models, a dict, gets each seed's
+    model_record. Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool."""
     pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
                                initializer=_worker_signals)
     before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
@@ -172,10 +137,8 @@ def run_seeds(seeds, steps=STEPS, models=None):
 
 
 def train_model(seed=SEED, steps=STEPS, progress=None, layers=1):
-    """The one-layer model of seed trained for steps, as the recorded run trains it; with layers=2,
-    the two-layer model instead, its layer 1 GIVEN (a previous-token head set by hand: each row
-    averages the two tokens before it), its value, output and everything else trained on
-    given_layer.STORIES stories (steps unused). progress(step or stories, mean_loss)."""
+    """The one-layer model of seed trained for steps, as the recorded run trains it; layers=2:
+    given_layer.train_model's (steps unused). progress(step or stories, mean_loss)."""
     if layers == 2:
         return given_layer.train_model(seed, progress=progress)
     if layers != 1:
@@ -184,24 +147,20 @@ def train_model(seed=SEED, steps=STEPS, progress=None, layers=1):
 
 
 def predict(model, text):
-    """(answer, weights): the model's answer to text, a story up to its question (" red"), and
-    the question's weight on every token as (token, weight) pairs, for either model: one layer's,
-    or two layers' (train_model(seed, layers=2): layer 2's weights). Raises as model.predict."""
+    """(answer, weights): model.predict's, or given_layer.predict's for a two-layer model."""
     if isinstance(model, dict) and model.get("layers") == 2:
         return given_layer.predict(model, text)
     return predict_one_layer(model, text)
 
 
 def recorded_model():
-    """The recorded run's model, read from trained-model.json: what train_model(SEED) returns, bit
-    for bit, without the training. Raises ValueError when the file is not what --write wrote."""
+    """train_model(SEED), bit for bit, read from trained-model.json (ValueError if it is not)."""
     return read_model(MODEL_PATH)
 
 
 def story_attention(model, text):
-    """The export of the whole layer on a story: its tokens and every row's weights, as
-    attention[1][1][T][T] (the figure's rows, from attention_forward); for the two-layer model
-    attention[2][1][T][T], layer 1's given weights, then layer 2's on x1."""
+    """The export of every row's weights on a story: attention[1][1][T][T], or [2][1][T][T] for
+    the two-layer model (layer 1's given weights, then layer 2's on x1)."""
     ids = encode_question(model["tokenizer"], text)
     params = model["params"]
     if model.get("layers") == 2:
@@ -214,8 +173,7 @@ def story_attention(model, text):
 
 
 def summary(record, seconds):
-    """Seed's run for a person: each held-out set beside both bigrams, the unseen-object question,
-    the losses."""
+    """A run's record for a person: held_out_table, the bigrams, what one layer cannot do."""
     config, held_out = record["config"], record["held_out"]
     lines = [f"seed {config['seed']}: {config['steps']} steps in {seconds:.1f} s; held-out "
              f"stories answered with their colour, of {held_out['plain']['total']} each:", "",
@@ -240,8 +198,7 @@ def weights_table(weights):
 
 
 def example_svg(record):
-    """The recorded example: every row's weights, the question's row outlined, choosing between the
-    first sentence's colour and the distractor's."""
+    """The recorded example's weights, every row, the question's outlined."""
     example = record["example"]
     labels = token_labels(example["tokens"])
     weights = example["weights"]
@@ -399,7 +356,11 @@ def _run(args):
         show(summary(record, seconds))
         return 0
     texts = [t for t in (args.story, args.patch, args.into) if t is not None]
-    model = _model(seed, steps, texts)
+    return _answer(args, _model(seed, steps, texts))
+
+
+def _answer(args, model):
+    """--export, --patch, --block and --ablate-value, or --story, on model (either model)."""
     if args.export is not None:
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
         save_view(args.export, story_attention(model, text), None)
@@ -415,10 +376,13 @@ def _run(args):
             marks[args.ablate_value - 1] = marks.get(args.ablate_value - 1, "◀") + " value zeroed"
         show(_story_json(after) if args.json else intervention_table(before, after, marks))
     else:
-        before, _ = intervene(model, args.story)
-        show(_story_json(before) if args.json else
-             f"answer: {before['answer']!r}\nthe question's weight on each token:\n"
-             + weights_table(list(zip(before["tokens"], before["weights"]))))
+        answer, weights = predict(model, args.story)
+        two = model.get("layers") == 2
+        show(_story_json({"answer": answer, "tokens": [t for t, _ in weights],
+                          "weights": [w for _, w in weights]}) if args.json else
+             f"({given_layer.GIVEN})\n" * two + f"answer: {answer!r}\n"
+             + ("layer 2's" if two else "the question's") + " weight on each token:\n"
+             + weights_table(weights))
     return 0
 
 
@@ -446,20 +410,9 @@ def _two_layers(args):
     --write, train given_layer.SEEDS two at a time and record them as each ends; with --check,
     train the recorded prefix again; with --story, answer from the recorded model."""
     check_stdout()
-    if args.export is not None:
+    if args.story is not None or args.export is not None:
         check_outputs([("--export", args.export, None)])
-        text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
-        model = given_layer.read_model(TWO_MODEL_PATH)
-        save_view(args.export, story_attention(model, text), None)
-        return 0
-    if args.story is not None:
-        model = given_layer.read_model(TWO_MODEL_PATH)
-        answer, weights = given_layer.predict(model, args.story)
-        show(_story_json({"answer": answer, "tokens": [t for t, _ in weights],
-                          "weights": [w for _, w in weights]}) if args.json else
-             f"({given_layer.GIVEN})\nanswer: {answer!r}\nlayer 2's weight on each token:\n"
-             + weights_table(weights))
-        return 0
+        return _answer(args, given_layer.read_model(TWO_MODEL_PATH))
     if args.check:
         return _check_two_layers()
     if not args.write:
@@ -528,10 +481,8 @@ def _recorded():
 
 
 def _write_or_check(write, all_seeds):
-    """--write or --check of the four records of the default run: training-run.json (seed 1's
-    run and every seed's row), trained-model.json (seed 1's weights), interventions-run.json
-    (what the interventions find on seed 1's held-out stories) and rule-run.json (seed 1 on the
-    stories of training/rule.py)."""
+    """--write or --check of the default run's four records: training-run.json (seed 1's run and
+    every seed's row), trained-model.json, interventions-run.json and rule-run.json."""
     if write or all_seeds:
         models = {}
         records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1)), models=models))
@@ -542,14 +493,11 @@ def _write_or_check(write, all_seeds):
         model = train_model(SEED, STEPS, _progress)
         records = [measure(model, SEED, STEPS)]
         rows = [seed_row(records[0])] + recorded_rows[1:]
-    found = evidence(model, stories(SEED)[1])
-    statuses = [write_or_check(to_json({"run": records[0], "seeds": rows}), RUN_PATH, write,
-                               not write),
-                write_or_check(to_json(model_record(model, SEED, STEPS)), MODEL_PATH, write,
-                               not write),
-                write_or_check(to_json(found), EVIDENCE_PATH, write, not write),
-                write_or_check(to_json(rule_record(model, SEED)), RULE_PATH, write, not write)]
-    status = max(statuses)
+    found = {RUN_PATH: {"run": records[0], "seeds": rows},
+             MODEL_PATH: model_record(model, SEED, STEPS),
+             EVIDENCE_PATH: evidence(model, stories(SEED)[1]), RULE_PATH: rule_record(model, SEED)}
+    status = max([write_or_check(to_json(record), path, write, not write)
+                  for path, record in found.items()])
     if status == 0 and not (write or all_seeds):
         show(f"(seed {SEED} trained again; seeds 2…{RECORDED_SEEDS} as recorded: "
              f"--check --all-seeds trains them too)\n")
