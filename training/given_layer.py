@@ -1,20 +1,15 @@
 """Two layers with layer 1 given: the model of two_layers.py, its layer 1 SET BY HAND as a
-previous-token head (each row averages the two tokens before it; only its value and output are
-learned) and everything else trained, on stories that ask about any of their coloured things.
+previous-token head (only its value and output are learned) and everything else trained, on
+stories that ask about any of their coloured things.
 
-    model = train_model(seed)            {"tokenizer", "params", "losses", "layers": 2}
-    record = run(seed)                   what two-layer-run.json keeps of a seed: its held-out
-                                         sets beside the one-layer model's on the same stories
+    model = train_model(seed)    {"tokenizer", "params", "losses", "layers": 2, "prefix"}
+    record, model = run(seed)    what two-layer-run.json keeps of a seed: its held-out sets
+                                 beside the one-layer model's on the same stories
 
-Training: STORIES fresh stories of stories.two_layer_story (none of them held out), in batches
-of BATCH, the batch's mean gradient a step of Adam at LEARNING_RATE falling linearly to 0. A
-story's gradient is loss_and_grads_fast's: two_layers.loss_and_grads regrouped for a layer 1
-that is linear once its weights are given, equal to it to rounding, and many times faster in pure
-Python. --check trains the first PREFIX batches again and compares their loss and the digest
-of every weight bit for bit.
-Measured on every held-out set of stories.HELD_OUT and on TWO_LAYER_SETS: the second of two
-things, the distractor's thing, the third of three. What it leaves out: learning layer 1's
-weights (two_layers.py can, but that is not what is trained here), layer norm, an MLP.
+Training: STORIES stories of stories.two_layer_story, in batches of BATCH, a step of Adam at
+LEARNING_RATE (falling to 0) on each batch's mean gradient, that of loss_and_grads_fast; --check
+trains the first PREFIX batches again. Measured on stories.HELD_OUT and TWO_LAYER_SETS. What it
+leaves out: learning layer 1's weights, layer norm, an MLP.
 """
 
 import hashlib
@@ -31,10 +26,9 @@ from common.safe_io import read_json
 from training import model as one_layer
 from training import train as one_layer_train
 from training.adam import Adam
-from training.model import embed
-from training.stories import (COLOURS, TWO_LAYER_SETS, cannot_stories, encode_question,
-                              made_up_words, question, stories, training_tokenizer,
-                              two_layer_story)
+from training.model import embed, embedding_grads
+from training.stories import (COLOURS, TWO_LAYER_SETS, cannot_stories, made_up_words, question,
+                              stories, training_tokenizer, two_layer_story)
 from training.two_layers import D_HEAD, D_MODEL, forward, init_params, previous_tokens
 
 # the model's own products, of weights its door checked and Adam keeps finite: unchecked
@@ -84,11 +78,10 @@ def combine(terms):
 
 
 def loss_and_grads_fast(params, prompt, answer):
-    """two_layers.loss_and_grads, layer 1 given, in O(T·d_model) a story instead of
-    O(T·d_model·d_head), equal to it to rounding (tests/test_two_layers.py): layer 1 is linear in
-    x0 (x1 = x0 + a·Wv1·Wo1, a_i the mean of x0 over previous_tokens(i)), and the question's row
-    reads each x1_j only through dot products with vectors (r, p) and sums weighted by the
-    scores' weights, so no (T, d_head) matrix is made. The names are those of the plain one."""
+    """two_layers.loss_and_grads, layer 1 given, equal to it to rounding, with no (T, d_head)
+    matrix made: layer 1 is linear in x0 (x1 = x0 + a·Wv1·Wo1, a_i the mean of x0 over
+    previous_tokens(i)), and the question's row reads each x1_j only through dot products with
+    vectors (r, p) and weighted sums. The names are those of the plain one."""
     Wv1, Wo1, Wq2, Wk2, Wv2, Wo2, U = (params[n] for n in
                                        ("Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2", "U"))
     x0 = embed(params, prompt)
@@ -144,9 +137,7 @@ def loss_and_grads_fast(params, prompt, answer):
         n = len(previous_tokens(i))
         for j in previous_tokens(i):
             d_x0[j] = [d + g / n for d, g in zip(d_x0[j], d_a[i])]
-    grads["E"] = {}
-    for t, d_row in zip(prompt, d_x0):
-        grads["E"][t] = [g + d for g, d in zip(grads["E"].get(t, [0.0] * len(d_row)), d_row)]
+    grads["E"] = embedding_grads(prompt, d_x0)
     return -math.log(probs[answer]), grads
 
 
@@ -171,10 +162,9 @@ def batch_grads(params, batch):
 
 
 def train_model(seed, count=STORIES, batches=None, progress=None):
-    """The two-layer model with layer 1 given, trained on count stories of seed in batches of
-    BATCH; batches: stop after that many (the learning rate falls as for all of count's).
-    progress(stories, mean_loss) is called with each recorded loss. Raises TypeError unless seed
-    is an int."""
+    """The model trained on count stories of seed in batches of BATCH, or on the first batches
+    alone (the learning rate falling as for count's); progress(stories, mean_loss) at each loss
+    recorded. Raises TypeError unless seed is an int."""
     checks.check_seed(seed)
     steps = count // BATCH
     pairs = training_pairs(seed, (batches or steps) * BATCH, held_out(seed))   # the first ones
@@ -205,14 +195,12 @@ def digest(params):
 
 
 def prefix(seed):
-    """What --check compares: the first PREFIX batches of seed's training, their loss and the
-    digest of the weights after them, as the whole training gives them (its "prefix")."""
+    """What --check compares: the loss and the weights' digest after the first PREFIX batches."""
     return train_model(seed, batches=PREFIX)["prefix"]
 
 
 def model_record(model, seed):
-    """The JSON-ready record of a model train_model(seed) returned: its weights, the tokenizer
-    being training_tokenizer()."""
+    """The JSON-ready record of train_model(seed)'s weights (the tokenizer: training_tokenizer)."""
     return {"seed": seed, "layers": 2, "params": model["params"]}
 
 
@@ -231,14 +219,9 @@ def read_model(path):
 
 
 def predict(model, text):
-    """(answer, weights) as model.predict gives them, for a two-layer model: the question's
-    weights are layer 2's."""
-    one_layer.check_model(model, ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2"))
-    tokenizer = model["tokenizer"]
-    ids = encode_question(tokenizer, text)
-    fw = forward(model["params"], ids)
-    return one_layer.answer_of(fw["logits"]), [(tokenizer.vocab[t], w) for t, w in
-                                               zip(ids, fw["row"]["weights"][0])]
+    """(answer, weights) as model.predict gives them, the weights layer 2's."""
+    return one_layer.predict(model, text, forward,
+                             ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2"))
 
 
 def correct(model, tests, answer=predict):
@@ -248,9 +231,8 @@ def correct(model, tests, answer=predict):
 
 
 def run(seed, count=STORIES, progress=None):
-    """seed's record: the two-layer model's correct answers on every set of held_out, beside the
-    one-layer model's (train.train_model(seed)) on the same stories; the losses; the seconds the
-    two-layer training took on this machine (a measurement, not checked)."""
+    """(record, model): the two-layer model's correct answers on every set of held_out beside the
+    one-layer model's, the losses and the training's seconds (measured, not checked)."""
     start = time.perf_counter()
     model = train_model(seed, count, progress=progress)
     seconds = round(time.perf_counter() - start)
