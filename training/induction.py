@@ -1,10 +1,9 @@
 """An induction circuit, set by hand: two of the lesson's layers that continue a repeated sequence.
 
-The sequence, drawn as TransformerLens's tutorials draw one for its induction detector: BOS, N
-distinct tokens of the V of VOCAB drawn by random.Random(seed), the same N again (T = 2N + 1
-places, counted here from 0, from 1 in the door's table). At place N + i, the repeat of aᵢ, the
-next token is aᵢ₊₁, the token after aᵢ's earlier copy. Distinct, for a token twice in the first
-copy would have two earlier copies, and looking one token back cannot tell which continues.
+The sequence, as TransformerLens's induction detector draws one: BOS, N distinct tokens of the V
+of VOCAB drawn by random.Random(seed), the same N again (T = 2N + 1 places, counted from 0 here,
+from 1 in the door's table). At place N + i, the next token is aᵢ₊₁, the one after aᵢ's earlier
+copy (distinct: a token twice in the first copy would have two).
 
     x1     = x0 + attention_forward(previous_token_head(), x0)["out"]   (T, d_model)
     x2     = x1 + attention_forward(induction_head(), x1)["out"]        (T, d_model)
@@ -29,14 +28,11 @@ nothing; without the sink it would copy the mixture of the earlier tokens and pr
 seen. v is the token one-hot, Wo writes it into NEXT, and U reads NEXT as the logits. The queries
 are multiplied by √d_head, which the layer's scale 1/√d_head takes back.
 
-The four figures: the previous-token score, layer 1's weight one back, mean over places 1…2N; the
-induction score, layer 2's weight just after the earlier copy, mean over N + 1…2N; the accuracy,
-the share of N + 1…2N − 1 (the repeat's places with a next token) whose top logit is the next
-token; the ablated accuracy, the same with layer 1's output zeroed (x1 = x0). Chance is 1/V, a
-guess among V tokens that knows nothing, measured as accuracy is: a place whose top logit k tokens
-share counts 1/k if the next token is one of them (breaking the tie at random, on average). With
-layer 1 zeroed no key matches, layer 2 reads BOS alone, every logit is 0.0, and each place counts
-1/V. Left out: training, layer norm, MLPs, more than one head a layer.
+The four figures (measure): the previous-token score, layer 1's weight one back, mean over
+places 1…2N; the induction score, layer 2's weight just after the earlier copy over N + 1…2N; the
+accuracy over N + 1…2N − 1, a place whose top logit k tokens share counting 1/k if the next token
+is one of them; and the same with layer 1's output zeroed, where layer 2 reads BOS alone and every
+place counts 1/V, chance. Left out: training, layer norm, MLPs, more than one head a layer.
 
     python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]
 """
@@ -137,7 +133,7 @@ def accuracy(logits, tokens):
 
 
 def measure(seed):
-    """(figures, run, ablated): the four figures on seed's sequence with the seed, the sizes and
+    """(figures, run, ablated): the four figures on seed's sequence, with the seed, the sizes and
     the tokens (what --json prints); forward's run; and its run with layer 1 zeroed."""
     tokens = repeated_tokens(seed)
     run, ablated = forward(tokens), forward(tokens, ablate=True)

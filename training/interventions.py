@@ -1,35 +1,17 @@
 """Which part of the trained layer gave the answer: remove a connection, ablate a value, patch
-activations, on the model train.py trains.
-
-The model answers from the question's row alone (model.py's forward):
+activations, on the one-layer model (model.py), which answers from the question's row alone:
 
     x = E[ids] + position(0…T−1)  q, k, v = x·Wq, x·Wk, x·Wv     each (T, d_head)
     weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
     mixed = weights·v   out = mixed·Wo   logits = out·U
 
-    intervene(model, text, block, ablate)   the question's answer and weights after removing its
-                                            connection to the sources in block (positions from 1:
-                                            the softmax renormalises over the rest) and zeroing
-                                            the value of the source ablate (no renormalising)
-    patch(model, clean, corrupted)          activation patching: each position's q, k and v, and
-                                            the question's mixed row, of the clean story put into
-                                            the corrupted one, as the share of the logit
-                                            difference it restores
-    colour_swapped(s), both_swapped(s)      a generator's story with its colour replaced (or
-                                            its two colours swapped): a patching pair
-    evidence(model, tests)                  what interventions-run.json records: every held-out
-                                            story patched against each swap of its colour, the
-                                            first colour blocked and ablated, and one example
-    patch_table, patch_svg, intervention_table, evidence_table    the views of the door
-
-The share is (d − d_corrupted) / (d_clean − d_corrupted), d being the logit of the clean answer
-minus that of the corrupted answer: 1 when the clean answer is restored as clean as it was, 0 when
-nothing moved, and "unchanged" when not one bit of the logits moved (a vector that is the same in
-both stories, or a query no output reads: only the question's is). Every run goes through
-attention_core, the layer's own lines, and an unchanged run gives forward's numbers bit for bit.
-
-What it leaves out: patching paths (one vector at a time only), and more than one head or layer:
-this is one head in one model, and what it shows is what that head did on these stories.
+intervene removes the question's connection to sources (their scores −∞, the rest renormalised)
+or zeroes one source's value (nothing renormalised). patch puts the clean story's q, k or v of one
+position, or its mixed row, into the corrupted story's run: its share is (d − d_corrupted) /
+(d_clean − d_corrupted), d the clean answer's logit minus the corrupted answer's, and "unchanged"
+when not one bit of the logits moved. evidence is what interventions-run.json records. Every run
+goes through attention_core; an unchanged run gives forward's numbers bit for bit. What it leaves
+out: patching paths, and more than one head or layer: it shows what this head did on these stories.
 """
 
 import re
@@ -55,9 +37,8 @@ class OneAnswer(ValueError):
 
 
 def projections(params, ids, rows=None):
-    """q, k and v (T, d_head) of every position of a prompt, as the layer makes them. rows, a dict
-    kept by the caller across prompts of one model, holds each (token, place) already projected:
-    a row of a product depends on its own row of x alone, so it is the same bits either way."""
+    """q, k and v (T, d_head) of a prompt; rows, a dict kept across prompts of one model, holds
+    each (token, place) projected (a row of a product depends on its row of x alone)."""
     rows = {} if rows is None else rows
     for i, (t, x_i) in enumerate(zip(ids, embed(params, ids))):
         if (t, i) not in rows:
@@ -66,8 +47,7 @@ def projections(params, ids, rows=None):
 
 
 def logits_of(params, mixed):
-    """The logits (one per colour) of the question's mixed row (1, d_head): out = mixed·Wo,
-    logits = out·U."""
+    """The logits (C,) of the question's mixed row (1, d_head): out = mixed·Wo, logits = out·U."""
     return matmul(matmul(mixed, params["Wo"]), params["U"])[0]
 
 
@@ -110,12 +90,10 @@ def _answered(model, ids, row, logits):
 
 def intervene(model, text, block=(), ablate=None):
     """(before, after): the question's run on text as it is and with the intervention, each
-    {"answer", "tokens", "weights" (T,), "logits" (one per colour)}. block: positions from 1
-    whose connection from the question is removed (their scores −∞, the rest renormalised);
-    ablate: a position from 1 whose value becomes zeros (the weights unchanged, nothing
-    renormalised). Raises as
-    encode_question, TypeError for a model train_model did not make, and ValueError for a
-    position outside 1…T or a block of every source."""
+    {"answer", "tokens", "weights" (T,), "logits" (C,)}; block: positions from 1 the question no
+    longer reads; ablate: a position from 1 whose value becomes zeros. Raises as encode_question,
+    TypeError for a model train_model did not make, and ValueError for a position outside 1…T
+    or a block of every source."""
     check_model(model)
     ids = encode_question(model["tokenizer"], text)
     T = len(ids)
@@ -136,10 +114,9 @@ def intervene(model, text, block=(), ablate=None):
 def patch(model, clean, corrupted, rows=None):
     """Activation patching of two stories of as many tokens: {"clean_answer",
     "corrupted_answer", "logit_difference": {"clean", "corrupted"}, "positions": [{"position"
-    (from 1), "token" (the corrupted story's), "q", "k", "v"}], "mixed"}, each share a float or
-    "unchanged" (see the module's docstring). rows: as projections', so that a story patched
-    against many others is projected once. Raises as encode_question, and ValueError for
-    stories of different lengths, and OneAnswer (a ValueError) for stories of one answer."""
+    (from 1), "token" (the corrupted story's), "q", "k", "v"}], "mixed"}, each a share or
+    "unchanged"; rows: as projections'. Raises as encode_question, ValueError for stories of
+    different lengths, and OneAnswer (a ValueError) for stories of one answer."""
     check_model(model)
     rows = {} if rows is None else rows     # the two stories share every row they hold alike
     tokenizer, params = model["tokenizer"], model["params"]
@@ -213,11 +190,10 @@ def story_tokens(tokenizer, text):
 
 
 def patching_evidence(model, test):
-    """Every story of a held-out set patched against each colour swap colour_swapped makes: how
-    many pairs, how many the model answers alike (refused), how many the colour's value restores
-    at least RESTORES of, the least and most it restores, the largest |share| of the colour's key
-    and of any other position's value, and of the pairs below RESTORES the largest of the
-    question's least weight on the colour in their two stories."""
+    """Every story of a held-out set patched against each of its colour_swapped: the pairs, those
+    answered alike (refused), what the colour's value and key restore, the other values that
+    moved, and for the pairs below RESTORES the most of the question's least weight on the
+    colour."""
     found = {"pairs": 0, "refused": 0, "value_restores": 0, "value_least": None,
              "value_most": None, "key_largest": 0.0, "other_values_moved": 0,
              "other_value_largest": 0.0, "short_weight_most": None}
@@ -251,20 +227,23 @@ def patching_evidence(model, test):
     return found
 
 
+def taken_apart(model, s):
+    """(question, the first colour's position from 1, the run before, blocked there, ablated)."""
+    text = question(s)
+    at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
+    before, blocked = intervene(model, text, block=[at])
+    return text, at, before, blocked, intervene(model, text, ablate=at)[1]
+
+
 def blocking_evidence(model, test):
-    """For a held-out set with a distractor: how many stories, how many the model answers with
-    the colour, and once the question's connection to the first colour is removed (block): how
-    many it answers with the distractor's colour, how many with a colour neither sentence names,
-    and on how many the distractor gets the largest weight; once that colour's value is zeroed
-    (ablate), how many it answers with the distractor's colour."""
+    """For a held-out set with a distractor: how many stories the model answers with the colour,
+    and with the first colour blocked or its value ablated, with which colour, and how often the
+    distractor then gets the largest weight."""
     found = {"stories": len(test), "colour": 0, "blocked_gives_distractor": 0,
              "blocked_gives_neither": 0, "blocked_most_on_distractor": 0,
              "ablated_gives_distractor": 0}
     for s in test:
-        text = question(s)
-        at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
-        before, blocked = intervene(model, text, block=[at])
-        _, ablated = intervene(model, text, ablate=at)
+        _, _, before, blocked, ablated = taken_apart(model, s)
         found["colour"] += before["answer"] == " " + s.colour
         found["blocked_gives_distractor"] += blocked["answer"] == " " + s.distractor
         found["blocked_gives_neither"] += blocked["answer"] not in (" " + s.colour,
@@ -293,13 +272,9 @@ def both_swapped(s):
 
 
 def example_evidence(model, s):
-    """One story with a distractor taken apart: the question's run before and after blocking the
-    first colour and after ablating its value, and patching with its colour swapped and with both
-    colours swapped."""
-    text = question(s)
-    at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
-    before, blocked = intervene(model, text, block=[at])
-    _, ablated = intervene(model, text, ablate=at)
+    """One story with a distractor taken apart: its runs of taken_apart, and patched with its
+    colour swapped and with both colours swapped."""
+    text, at, before, blocked, ablated = taken_apart(model, s)
     runs = {name: {key: run[key] for key in ("answer", "weights")}
             for name, run in (("before", before), ("blocked", blocked), ("ablated", ablated))}
     return {"story": text, "colour": s.colour, "distractor": s.distractor,
@@ -311,11 +286,8 @@ def example_evidence(model, s):
 
 
 def evidence(model, tests):
-    """What the README's answer to question 5 quotes, from held-out sets ({kind: stories}):
-    patching_evidence of every set, blocking_evidence of every set with distractors, and
-    example_evidence of the figure's story (the shortest whose distractor follows the first
-    sentence, as measure chooses it), every number rounded to 4 decimals, for a model train_model
-    made or read_model read."""
+    """patching_evidence of every held-out set ({kind: stories}), blocking_evidence of those
+    with distractors and example_evidence of the figure's story, rounded to 4 decimals."""
     check_model(model)
     example = min(tests["distractor early"], key=lambda s: len(question(s)))
     found = {"patching": {kind: patching_evidence(model, test) for kind, test in tests.items()},
@@ -364,8 +336,8 @@ def patch_svg(result):
 
 
 def intervention_table(before, after, marked):
-    """The question's weight on each token before → after, the answer before → after, and
-    marked: {index: what was done to that source}."""
+    """The answer and the question's weight on each token before → after; marked: {index: what
+    was done to that source}."""
     labels = token_labels(before["tokens"])
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"

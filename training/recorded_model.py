@@ -1,18 +1,8 @@
-"""The recorded model: the default run's trained weights kept as JSON, so that a question is
-answered without training again.
-
-    model_record(model, seed, steps)     what trained-model.json holds of a model: its seed and
-                                         steps, the tokenizer's alphabet and merges, every weight
-    model_from_record(record)            the model back, as train_model returns it: {"tokenizer",
-                                         "params", "seed", "steps"}; or a ValueError naming the
-                                         part that is wrong
-    read_model(path)                     the same, read from a file --write wrote
-
-A float written by json is the shortest text that reads back as the same float, so the weights come
-back bit for bit: predict on the loaded model gives the numbers the trained one gave.
-train_attention.py --write writes the file beside training-run.json, and --check trains seed 1 again
-and compares both. What it leaves out: Adam's running means (the record answers questions; it does
-not resume training).
+"""The recorded model: the default run's trained weights kept as JSON (trained-model.json), so
+that a question is answered without training again. model_record makes the record, and
+model_from_record and read_model give the model back, as train_model returns it, bit for bit (json
+writes each float as the shortest text that reads back as it). What it leaves out: Adam's running
+means (the record answers questions; it does not resume training).
 """
 
 import os
@@ -75,12 +65,8 @@ def model_from_record(record, name="trained-model.json"):
 
 
 def read_model(path):
-    """model_from_record of the JSON file at path. Raises ValueError naming the file when it is not
-    what train_attention.py --write wrote, and OSError when it cannot be read.
-
-    The file is read at every call; when its text is the text the last call read, the model that
-    text made is given again, with weights of its own (a list per row, copied): a process that
-    reads the file many times parses and checks it once."""
+    """model_from_record of the JSON file at path, parsed and checked once for a text read again
+    (the weights copied). Raises ValueError naming the file, and OSError when it cannot be read."""
     text = read_text(path)
     if _last_read.get("text") != text:
         record = read_json(path, "a trained model", then="run train_attention.py --write",

@@ -1,28 +1,15 @@
 """The rule the one-layer model learned, measured: it answers the earliest colour word of the
-story, whatever the question asks about. Six sets of TEST_STORIES stories drawn from the
-generator's words (stories.py), each a case where that rule and the colour asked for agree or
-part:
+story, whatever the question asks about. Six sets of TEST_STORIES stories of the generator's words
+(RULE_SETS), each a case where that rule and the colour asked for agree (control) or part:
 
-    control                  a colour sentence, then another colour about another thing: the
-                             earliest colour word is the one asked for
     denied colour            "the kite is not green. it is red. the kite is"
     colour as a name         "mr brown has a red cup. the cup is"
     colour as a fruit        "mia ate an orange at noon. mia has a blue kite. the kite is"
-    two colours close        "mia has a green ball and a red kite. the kite is": three or four
-                             tokens between them, the question about the second
-    opens with its colour    "white was the cat's hat. the hat is": the colour is the first word
+    two colours close        "mia has a green ball and a red kite. the kite is"
+    opens with its colour    "white was the cat's hat. the hat is"
 
-Each set's sentences stand after 0 to 2 fillers (none in the last, whose colour is the first
-word) and before 0 to 2.
-
-    rule_stories(seed)          {set: its stories}, none of them a story of stories(seed)
-    rule_record(model, seed)    what rule-run.json records: for each set, how many stories the
-                                model answers with the colour asked for, how many with the
-                                earliest colour word, how many with a colour the story does not
-                                name, and the shortest story it answers wrong
-
-train_attention.py --write records it for seed 1's model, and --check measures it again. What it
-leaves out: the other seeds (the recorded model alone is asked).
+each after 0 to 2 fillers (but the last) and before 0 to 2. rule_record is what rule-run.json
+records of seed 1's model. What it leaves out: the other seeds.
 """
 
 import random
@@ -57,8 +44,7 @@ def earliest_colour(text):
 
 
 def rule_story(rng, kind):
-    """A Story of one kind of RULE_SETS: its colour is the one asked for, its distractor the
-    story's other colour word (None in "opens with its colour", which has one colour)."""
+    """A Story of one kind of RULE_SETS, its distractor the other colour word (or None)."""
     name, (thing, noun) = rng.choice(NAMES), rng.sample(OBJECTS, 2)
     colour, other = rng.sample(COLOURS, 2)
     opens = kind == "opens with its colour"
@@ -88,8 +74,7 @@ def rule_story(rng, kind):
 
 
 def rule_stories(seed):
-    """For each kind of RULE_SETS, TEST_STORIES stories of rule_story, none of them among
-    stories(seed) or repeated; their own generator, so that stories(seed) is what it was."""
+    """{kind: TEST_STORIES stories of rule_story} for RULE_SETS, none among stories(seed)."""
     train, tests = stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
     rng = random.Random(f"rule {seed}")
@@ -98,10 +83,8 @@ def rule_stories(seed):
 
 def rule_record(model, seed):
     """{"seed", "sets": {kind: {"stories", "asked", "earliest", "unnamed", "example"}}}: how
-    many of each set's stories the model answers with the colour asked for, how many with the
-    story's earliest colour word and how many with a colour no word of the story names, and an
-    example, {"story", "answer"}: the shortest question it answers with another colour than the
-    one asked for, or the shortest of all when there is none."""
+    many stories are answered with the colour asked for, the earliest colour word, or a colour
+    the story does not name, and the shortest answered wrong (or the shortest) as an example."""
     found = {}
     for kind, test in rule_stories(seed).items():
         answered = [(question(s), predict(model, question(s))[0], s) for s in test]

@@ -3,19 +3,12 @@ that reads them. A story gives a thing its colour in one sentence and asks for i
 
     today mia has a red ball. tom has a brown kite too. ben runs. the ball is red.
 
-The generator (story, story_shape) puts the first colour anywhere in MAX_TOKENS tokens, a
-distractor (another colour about another object) after it in half the stories, fillers in 40
-sentence forms of story-words.txt's words, and the colour in one of 13 forms; each held-out set
-(HELD_OUT) tests one case apart, "new words" in words no training story holds.
+    train, tests = stories(seed)    TRAIN_STORIES stories, TEST_STORIES of each set of HELD_OUT
 
-    train, tests = stories(seed)         TRAIN_STORIES stories, TEST_STORIES of each held-out set
-
-The tokenizer (training_tokenizer, the same for every seed) is bpe.train on every word a training
-story can hold (story_vocabulary) until no pair is left, so every word the stories use is one token
-and the colour is one prediction; its alphabet is ALPHABET, so a story in other lower-case words is
-encoded too, in pieces. One training filler in ten is a sentence around a made-up word, so that
-pieces are also trained as what a colour is not. What it leaves out: a question about anything but
-a colour.
+The first colour stands anywhere in MAX_TOKENS tokens, a distractor after it in half the stories;
+each held-out set tests one case apart. training_tokenizer holds every word a story can hold as
+one token, over ALPHABET, so other words are read in pieces. What it leaves out: a question about
+anything but a colour.
 """
 
 import functools
@@ -32,8 +25,8 @@ WORDS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "story-wor
 
 
 def word_lists(text):
-    """{section: its words, in order} of a word list laid out as story-words.txt is: a section
-    starts with '## NAME: ...', its words follow, each ending in a comma; '#' starts a comment.
+    """{section: its words} of a list laid out as story-words.txt is ('## NAME: ...', then words
+    each ending in a comma; '#' a comment).
 
     >>> word_lists("# a list\\n## TIMES: when\\nat night, today,\\nlater,\\n")
     {'TIMES': ['at night', 'today', 'later']}
@@ -149,8 +142,8 @@ def articled(text):
 
 
 def fill(template, rng, words=TRAINING_WORDS, **given):
-    """template with each {slot} replaced, left to right: by given[slot], or by a word drawn for
-    it from the slot's list of words (each slot its own draw, so "{name} and {name}" are two).
+    """template with each {slot} replaced, left to right: by given[slot], or by a word drawn
+    from the slot's list (each slot its own draw).
 
     >>> fill("{name} has a {size}{colour} {thing}.", random.Random(5), colour="red", thing="kite")
     'nils has a new red kite.'
@@ -167,8 +160,7 @@ def fill(template, rng, words=TRAINING_WORDS, **given):
 
 
 def filler(rng, words=TRAINING_WORDS, made_up=None):
-    """A colour-free sentence of words: a filler, or a lead-in before the first sentence. With
-    made_up, a list of made-up words, one filler in ten is a sentence around one of them."""
+    """A colour-free sentence; with made_up, one in ten is around one of those made-up words."""
     if made_up is not None and rng.random() < MADE_UP_SHARE:
         return fill(rng.choice(MADE_UP_FILLERS), rng, words, word=rng.choice(made_up))
     return fill(rng.choice(words.fillers), rng, words)
@@ -186,12 +178,9 @@ def colour_sentence(rng, name, colour, thing, opener="", too="", words=TRAINING_
 
 def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, made_up=None,
           ask_distractor=False):
-    """A Story: lead_ins colour-free sentences, the first sentence with the colour, fillers
-    colour-free sentences with a distractor inserted at index distractor_at among them when given
-    (0: right after the first sentence), and the question with its answer; words gives the names,
-    things and the rest, made_up the made-up words of the training stories. ask_distractor: the
-    question asks about the distractor's object (the Story's colour is then the distractor's, and
-    its distractor the first colour).
+    """A Story: lead_ins fillers, the colour's sentence, fillers with a distractor's sentence at
+    index distractor_at among them (0: right after the first), and the question; ask_distractor:
+    the question asks about the distractor's object (its colour then the Story's).
 
     >>> story(random.Random(2974), fillers=1, distractor_at=0).text
     'mia has a yellow pond. hana got a small blue bus too! fatima sneaks. the pond is yellow.'
@@ -215,10 +204,9 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
 
 
 def story_shape(rng):
-    """(lead_ins, fillers, distractor_at) of a training story: no lead-in in 30 stories of 100, 1
-    to 3 in 25, 4 to 8 in 20 and 9 to 18 in 25, so the first colour stands anywhere in the
-    context; 0 to 5 fillers after it (6 to 12 in one story of ten); and a distractor in half,
-    anywhere after the first sentence."""
+    """(lead_ins, fillers, distractor_at) of a training story: 0 lead-ins in 30 stories of 100,
+    1 to 3 in 25, 4 to 8 in 20, 9 to 18 in 25; 0 to 5 fillers (6 to 12 in one of ten); and a
+    distractor in half."""
     roll = rng.random()
     lead_ins = (0 if roll < 0.3 else rng.randint(1, 3) if roll < 0.55
                 else rng.randint(4, 8) if roll < 0.75 else rng.randint(9, 18))
@@ -278,9 +266,8 @@ def full_story(rng):
 
 @functools.lru_cache(maxsize=None)
 def made_up_words():
-    """For every token of the training tokenizer but the colours, a made-up word (with its leading
-    space) whose tokens hold it and no colour: the token itself as a word, or a letter before
-    it."""
+    """For each token of the training tokenizer but the colours, a made-up word (" " first) whose
+    tokens hold it and no colour: the token as a word, or a letter before it."""
     tokenizer = training_tokenizer()
     colours = {tokenizer.encode(" " + c)[0] for c in COLOURS}
     found = []
@@ -297,10 +284,9 @@ def made_up_words():
 
 
 def stories(seed):
-    """(train, tests): TRAIN_STORIES training stories, and for each kind of HELD_OUT a list of
-    TEST_STORIES stories, none of them in the training set or in another set. The shifted set is
-    the plain set with SHIFTING_SENTENCE before each story. Drawn once a process for each seed
-    (training and measuring a seed both ask), and each call's lists are its own."""
+    """(train, tests): TRAIN_STORIES training stories, and {kind of HELD_OUT: TEST_STORIES
+    stories}, none in two sets ("shifted": the plain ones after SHIFTING_SENTENCE). Drawn once a
+    process; each call's lists are its own."""
     train, tests = _drawn(seed)
     return list(train), {kind: list(test) for kind, test in tests.items()}
 
@@ -322,8 +308,7 @@ def _drawn(seed):
 
 
 def distinct(draw, seen):
-    """TEST_STORIES stories of draw() that fit, in the order drawn, none of them in seen; seen
-    gains each."""
+    """TEST_STORIES stories of draw() that fit and are not in seen, which gains each."""
     found = []
     while len(found) < TEST_STORIES:
         s = draw()
@@ -344,11 +329,9 @@ def listed(name, colours, things):
 
 
 def second_colour_story(rng, kind):
-    """Two objects with a colour each and the question about the second, which one layer cannot
-    answer: both in the first sentence ("second object"), or the second in the sentence after it,
-    a distractor's place ("distractor's object"); or three in the first sentence and the question
-    about the third ("third object"); 0 to 3 fillers after. The Story's colour is the last
-    colour, its distractor the first.
+    """Two objects with a colour each, both in the first sentence ("second object") or the second
+    in the next ("distractor's object"), or three ("third object"), then 0 to 3 fillers and the
+    question about the last: the Story's colour is the last colour, its distractor the first.
 
     >>> second_colour_story(random.Random(32), "second object").text
     'marco has a green sledge and a pink bike. the bike is pink.'
@@ -367,10 +350,8 @@ def second_colour_story(rng, kind):
 
 
 def cannot_stories(seed, drawn=None, kinds=CANNOT):
-    """For each of kinds (CANNOT, or TWO_LAYER_SETS), TEST_STORIES stories of
-    second_colour_story, none of them among stories(seed) (drawn, when the caller has it already)
-    or repeated. Their own generator, so that stories(seed) is what it was, and drawn in the order
-    of kinds, so that CANNOT's sets are the same in TWO_LAYER_SETS."""
+    """{kind: TEST_STORIES stories of second_colour_story} for kinds, none among stories(seed)
+    (drawn, when given); their own generator, so CANNOT's sets are the same in TWO_LAYER_SETS."""
     train, tests = drawn or stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
     rng = random.Random(f"cannot {seed}")
@@ -378,10 +359,9 @@ def cannot_stories(seed, drawn=None, kinds=CANNOT):
 
 
 def two_layer_story(rng, made_up):
-    """A training story of the two-layer model that fits: in one of three, two or three things
-    with a colour each, listed in one sentence, and the question about any of them; else
-    training_story's, asking about the distractor's object in one of two that have one.
-    Lead-ins and fillers are story_shape's."""
+    """A two-layer training story that fits: in one of three, two or three things listed with
+    their colours and the question about any; else a story of story_shape, asking about the
+    distractor's object in half of those that have one."""
     while True:
         lead_ins, fillers, distractor_at = story_shape(rng)
         if rng.random() < 1 / 3:
@@ -421,8 +401,7 @@ def unseen_question(s):
 
 
 def story_vocabulary():
-    """Every word a training story can hold but the made-up ones: story-words.txt's, the colours,
-    and the words of the sentence forms, in order and once each."""
+    """Every word a training story can hold but the made-up ones, in order and once each."""
     forms = " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS + SIZES
                      + [SHIFTING_SENTENCE, "the is too"])
     listed = [word for words in STORY_WORDS.values() for phrase in words
@@ -432,9 +411,8 @@ def story_vocabulary():
 
 
 def make_tokenizer(words):
-    """bpe.train over ALPHABET on words, each once with its leading space and once without (as a
-    story's first word stands), until no pair is left: every word is one token, so a colour is
-    one prediction, and a word not among them splits into pieces of them."""
+    """bpe.train over ALPHABET on words, each with and without its leading space, until no pair
+    is left: every word is one token (a colour one prediction), any other word pieces."""
     text = "\n".join(words) + "\n" + "".join(" " + word for word in words)
     learned = train_tokenizer(text, 100_000)
     return Tokenizer(ALPHABET, learned.merges)
@@ -462,10 +440,8 @@ def check_story(text):
 
 def story_ids(tokenizer, text):
     """The ids the model reads of a story: its text, after a space when it opens with a colour
-    word. The colour is then the token it is in every colour sentence (" white"), the one the
-    model answers; as a text's first word ("white") it is a token no training story holds, whose
-    embedding stays zeros (model.init_params). No training story opens with a colour: each is
-    read as it is."""
+    word, so that the colour is the token it is in every colour sentence (" white"), not one no
+    training story holds ("white")."""
     first = re.match(r"[a-z]+", text)
     return tokenizer.encode(" " + text if first and first.group() in COLOURS else text)
 

@@ -1,6 +1,5 @@
-"""The recorded run (train.py's record) as the command line prints it and the README quotes it, in
-Markdown: the held-out sets beside both bigrams, the seeds table, what one layer cannot do, and
-the two-layer run (two_layer_table).
+"""The recorded runs (train.py's and given_layer.py's) in Markdown, as the command line prints them
+and the README quotes them.
 """
 
 from training.stories import HELD_OUT
@@ -24,8 +23,7 @@ def seed_row(record):
 
 
 def held_out_table(record):
-    """A run's held-out sets in Markdown, each beside both bigrams and with the question's weights,
-    as the command line prints it and the README quotes it."""
+    """A run's held-out sets, each beside both bigrams, with the question's weights."""
     lines = ["| held-out set | next-token bigram | question bigram | the layer "
              "| weight on colour | on distractor |", "|---|---|---|---|---|---|"]
     for kind, result in record["held_out"].items():
@@ -47,9 +45,8 @@ def seeds_line(row):
 
 
 def cannot_line(record):
-    """What one layer cannot do, in a line: how often the question about the second colour is
-    answered with it, how often with the first colour, and how often the answer is the same when
-    the question names an object the story never mentions.
+    """What one layer cannot do: the question about the second colour answered with it, with the
+    first, and alike when it names an unseen object.
 
     >>> cannot_line({"cannot": {"second object": {"correct": 0, "first_colour_answers": 60,
     ...                                           "same_for_an_unseen_object": 59, "total": 60}}})

@@ -1,7 +1,6 @@
-"""The training loop and the recorded run: the model (model.py) trained by Adam (adam.py) on the
-colour stories (stories.py), one story a step (no batches), then measured on every held-out set
-beside both bigrams (bigrams.py). train_model(seed) trains; run(seed) trains and measures, as
-training-run.json records it; train_attention.py is their command line.
+"""The training loop and the recorded run: train_model(seed) trains the model (model.py) by Adam
+on the colour stories, one story a step (no batches); measure records it on every held-out set
+beside both bigrams (bigrams.py), as training-run.json keeps it.
 """
 
 import random
@@ -25,10 +24,9 @@ CLAIM = 57                     # of TEST_STORIES: what every held-out set of see
 
 
 def train_model(seed=SEED, steps=STEPS, progress=None):
-    """Train on the stories of seed for steps, one story per step, as the recorded run does.
-    Returns the model: {"tokenizer", "params", "losses"}, the losses being the mean loss of every
-    LOSS_EVERY steps. progress(step, mean_loss) is called with each when given. Raises TypeError
-    unless seed and steps are ints, and ValueError for fewer than 1 step."""
+    """{"tokenizer", "params", "losses"}: the model trained on seed's stories for steps, the mean
+    loss of every LOSS_EVERY steps passed to progress(step, mean_loss) when given. Raises
+    TypeError unless seed and steps are ints, and ValueError for fewer than 1 step."""
     checks.check_seed(seed)
     checks.check_sizes(steps=steps)
     checks.check_callable("progress", progress, optional=True)
@@ -69,9 +67,7 @@ def evaluate(model, tests):
 
 
 def run(seed=SEED, steps=STEPS, progress=None):
-    """(record, seconds): train on seed's stories, measure the model on every held-out set beside
-    both bigrams, and ask each plain story about an object it never mentions. record is what
-    training-run.json keeps of a run; seconds is how long the training took."""
+    """(record, seconds): measure's record of train_model(seed, steps), and its seconds."""
     start = time.perf_counter()
     model = train_model(seed, steps, progress)
     seconds = time.perf_counter() - start
@@ -79,8 +75,8 @@ def run(seed=SEED, steps=STEPS, progress=None):
 
 
 def measure(model, seed=SEED, steps=STEPS):
-    """The record of a model trained on seed's stories for steps (what run returns first): every
-    held-out set beside both bigrams, the unseen-object questions and the figure's example."""
+    """A run's record: every held-out set beside both bigrams, the questions about an unseen
+    object and about the second colour, the losses and the figure's example."""
     train, tests = stories(seed)
     tokenizer = model["tokenizer"]
     fitted = bigrams(tokenizer, train)
