@@ -1,27 +1,15 @@
-"""Why attention: train the lesson's layer on the colour stories, and ask what it learned.
+"""Why attention: train the lesson's layer on the colour stories (training/README.md), and ask
+what it learned. Run from the top folder:
 
-A story gives a thing its colour anywhere in up to 128 tokens and asks for it back in its last
-sentence; training/ holds the stories, the models and their training (training/README.md); this
-is their command line.
+    python3 train_attention.py                        train seed 1 and print its run
+    python3 train_attention.py --story "mia has a red ball. the ball is"    its answer and weights
+    python3 train_attention.py --write                record every run (minutes); --check
+    python3 train_attention.py --story TEXT --block 4      (or --ablate-value 4, --export FILE)
+    python3 train_attention.py --patch CLEAN --into CORRUPTED         activation patching
+    python3 train_attention.py --induction            two layers set by hand; no training
+    python3 train_attention.py --layers 2             two layers, layer 1 given (minutes)
 
-    python3 train_attention.py               train seed 1 and print its run
-    python3 train_attention.py --story "mia has a red ball. tom has a blue cup too. the ball is"
-                                             the answer, and the question's weight on each token
-    python3 train_attention.py --seeds 10    train seeds 1…10, a row each (on every core)
-    python3 train_attention.py --write       record seeds 1…30, and seed 1's weights,
-                                             interventions and rule (minutes)
-    python3 train_attention.py --check [--all-seeds]    fail unless seed 1 (or all 30) trains
-                                             as recorded, and the two-layer run's prefix too
-    python3 train_attention.py --svg FILE    draw the recorded figure
-    python3 train_attention.py --story TEXT --block 4    (or --ablate-value 4) before → after
-    python3 train_attention.py --patch CLEAN --into CORRUPTED [--svg FILE]
-    python3 train_attention.py --story TEXT --export FILE    the layer's map for a viewer
-    python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]    set by hand
-    python3 train_attention.py --layers 2 [--seed N]     two layers, layer 1 given (minutes)
-
---story, --block, --ablate-value, --patch and --export answer from the recorded model
-(training/trained-model.json); with --seed or --steps they train that model first. From Python:
-train_model, predict, recorded_model, intervene and patch.
+--help lists the rest. From Python: train_model, predict, recorded_model, intervene and patch.
 A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
 What the one-layer model leaves out: batches, dropout, normalization, a second layer.
 """

@@ -1,6 +1,5 @@
-"""Adam, the optimizer that trains the model (train.py), and its learning rate, LEARNING_RATE:
-adam = Adam(params, steps), then adam.step(params, grads) once a story. It updates every weight a
-story reaches. What it leaves out: weight decay and a warm-up.
+"""Adam, which trains the models: adam = Adam(params, steps), then adam.step(params, grads) each
+step. What it leaves out: weight decay and a warm-up.
 """
 
 from math import sqrt

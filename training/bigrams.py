@@ -1,7 +1,5 @@
 """The two bigrams the layer is measured against: all a model that reads one token back can know
-of the colour stories (stories.py). bigrams(tokenizer, train) fits both, each a dict {token id: the
-id it guesses next}; bigram_score(next_token, tokenizer, tests) counts the stories one answers.
-What it leaves out: smoothing; a token never seen first in a pair has no guess.
+of the stories. What it leaves out: smoothing (a token never seen first in a pair has no guess).
 """
 
 from collections import Counter, defaultdict

@@ -1,15 +1,8 @@
-"""Two layers with layer 1 given: the model of two_layers.py, its layer 1 SET BY HAND as a
-previous-token head (only its value and output are learned) and everything else trained, on
-stories that ask about any of their coloured things.
-
-    model = train_model(seed)    {"tokenizer", "params", "losses", "layers": 2, "prefix"}
-    record, model = run(seed)    what two-layer-run.json keeps of a seed: its held-out sets
-                                 beside the one-layer model's on the same stories
-
-Training: STORIES stories of stories.two_layer_story, in batches of BATCH, a step of Adam at
-LEARNING_RATE (falling to 0) on each batch's mean gradient, that of loss_and_grads_fast; --check
-trains the first PREFIX batches again. Measured on stories.HELD_OUT and TWO_LAYER_SETS. What it
-leaves out: learning layer 1's weights, layer norm, an MLP.
+"""Two layers with layer 1 given: two_layers.py's model, its layer 1 SET BY HAND as a previous-token
+head (only its value and output learned), trained on stories that ask about any coloured thing:
+STORIES of them in batches of BATCH, by Adam on each batch's mean loss_and_grads_fast. run(seed)
+gives what two-layer-run.json keeps of a seed; --check trains its first PREFIX batches again.
+What it leaves out: learning layer 1's weights, layer norm, an MLP.
 """
 
 import hashlib

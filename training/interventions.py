@@ -1,17 +1,12 @@
-"""Which part of the trained layer gave the answer: remove a connection, ablate a value, patch
-activations, on the one-layer model (model.py), which answers from the question's row alone:
-
-    x = E[ids] + position(0…T−1)  q, k, v = x·Wq, x·Wk, x·Wv     each (T, d_head)
-    weights = softmax(q[T−1]·kᵀ / √d_head)                     (1, T), the question's row
-    mixed = weights·v   out = mixed·Wo   logits = out·U
+"""Which part of the trained layer gave the answer, at the question's row of the one-layer model:
+weights = softmax(q[T−1]·kᵀ / √d_head) (1, T), mixed = weights·v, logits = mixed·Wo·U.
 
 intervene removes the question's connection to sources (their scores −∞, the rest renormalised)
-or zeroes one source's value (nothing renormalised). patch puts the clean story's q, k or v of one
-position, or its mixed row, into the corrupted story's run: its share is (d − d_corrupted) /
-(d_clean − d_corrupted), d the clean answer's logit minus the corrupted answer's, and "unchanged"
-when not one bit of the logits moved. evidence is what interventions-run.json records. Every run
-goes through attention_core; an unchanged run gives forward's numbers bit for bit. What it leaves
-out: patching paths, and more than one head or layer: it shows what this head did on these stories.
+or zeroes one source's value; patch puts the clean story's q, k or v of one position, or its mixed
+row, into the corrupted run and gives the share of the logit difference d (the clean answer's
+minus the corrupted answer's) restored, (d − d_corrupted) / (d_clean − d_corrupted), or
+"unchanged" when no bit of the logits moved; evidence is what interventions-run.json records.
+What it leaves out: patching paths, and more than one head or layer.
 """
 
 import re

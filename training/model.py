@@ -1,16 +1,13 @@
-"""The one-layer model that learns the colour stories (stories.py): its weights, its forward pass
-on the question's row and that row's hand-written backward. For a prompt of T tokens (a story up
-to "the ball is"):
+"""The one-layer model that learns the colour stories: its weights, its forward pass on the
+question's row and that row's hand-written backward. For a prompt of T tokens:
 
     x      = E[ids] + position(0…T−1)                          (T, d_model), token + place
     out    = attention_forward(layer(params), x)["out"][T−1]   (d_model), the question's row
     logits = out·U                                             (C,), a score for each colour
     loss   = −log softmax(logits)[colour]
 
-Only the question's row is scored, so only it is computed, each number and gradient bit for bit
-the whole layer's (test_training checks both). U scores the colours alone, and E's gradient holds
-the prompt's rows alone. What it leaves out: a residual (out + x: the answer is only what the
-question's attention brings back), dropout, layer normalization, a second layer (two_layers.py).
+Only the question's row is computed, bit for bit the whole layer's. What it leaves out: a
+residual (the answer is only what attention brings back), dropout, normalization, a second layer.
 """
 
 import math

@@ -1,8 +1,5 @@
-"""The recorded model: the default run's trained weights kept as JSON (trained-model.json), so
-that a question is answered without training again. model_record makes the record, and
-model_from_record and read_model give the model back, as train_model returns it, bit for bit (json
-writes each float as the shortest text that reads back as it). What it leaves out: Adam's running
-means (the record answers questions; it does not resume training).
+"""The recorded model, trained-model.json: model_record writes a model's weights and tokenizer, and
+model_from_record and read_model give them back bit for bit. What it leaves out: Adam's state.
 """
 
 import os

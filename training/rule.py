@@ -1,14 +1,6 @@
-"""The rule the one-layer model learned, measured: it answers the earliest colour word of the
-story, whatever the question asks about. Six sets of TEST_STORIES stories of the generator's words
-(RULE_SETS), each a case where that rule and the colour asked for agree (control) or part:
-
-    denied colour            "the kite is not green. it is red. the kite is"
-    colour as a name         "mr brown has a red cup. the cup is"
-    colour as a fruit        "mia ate an orange at noon. mia has a blue kite. the kite is"
-    two colours close        "mia has a green ball and a red kite. the kite is"
-    opens with its colour    "white was the cat's hat. the hat is"
-
-each after 0 to 2 fillers (but the last) and before 0 to 2. rule_record is what rule-run.json
+"""The rule the one-layer model learned, measured: it answers the earliest colour word of the story,
+whatever the question asks about. RULE_SETS are stories where that rule and the colour asked for
+agree (control) or part ("mr brown has a red cup. the cup is"); rule_record is what rule-run.json
 records of seed 1's model. What it leaves out: the other seeds.
 """
 

@@ -1,13 +1,10 @@
-"""The colour stories: a task one attention layer learns and a bigram cannot, and the tokenizer
-that reads them. A story gives a thing its colour in one sentence and asks for it back in its last:
+"""The colour stories: a task one attention layer learns and a bigram cannot, and their tokenizer.
+A story gives a thing its colour in one sentence and asks for it back in its last:
 
     today mia has a red ball. tom has a brown kite too. ben runs. the ball is red.
 
-    train, tests = stories(seed)    TRAIN_STORIES stories, TEST_STORIES of each set of HELD_OUT
-
-The first colour stands anywhere in MAX_TOKENS tokens, a distractor after it in half the stories;
-each held-out set tests one case apart. training_tokenizer holds every word a story can hold as
-one token, over ALPHABET, so other words are read in pieces. What it leaves out: a question about
+stories(seed) gives TRAIN_STORIES training stories and TEST_STORIES of each set of HELD_OUT;
+training_tokenizer holds each of their words as one token. What it leaves out: a question about
 anything but a colour.
 """
 
@@ -69,21 +66,14 @@ FILLERS = [   # colour-free sentences: {did} a verb in the past, {verb} in the p
     "{name} and the {noun} {did} to the {place}.", "{time}, the {nouns} {did}.",
     "so {name} {did}, and {name} {did} too!", "the {nouns} at the {place} were {adjective}.",
     "{name} had {food} with the {noun}.", "{name} {verb} {adverb} every day."]
-COLOUR_FORMS = [   # sentences that give a thing its colour
-    "{opener}{name} has a {size}{colour} {thing}{too}.",
-    "{opener}{name} has a {size}{colour} {thing}{too}.",
-    "{opener}the {size}{thing} of {name} is {colour}.",
-    "{opener}{name}'s {size}{thing} is {colour}.",
-    "{opener}{name} got a {size}{colour} {thing}{too}!",
-    "{opener}the {thing} was {colour}.",
-    "{opener}{name} painted the {thing} {colour}.",
-    "{opener}{name} found a {size}{colour} {thing} in the {place}.",
-    "{opener}in the {place} there was a {colour} {thing}.",
-    "{opener}{name}'s {thing} is {colour}, isn't it?",
-    "{opener}{name} bought a {colour} {thing} at the {place}.",
-    "{opener}the colour of the {thing} was {colour}.",
-    "{opener}look, a {colour} {thing}!",
-    "{opener}{name} liked the {colour} {thing} best."]
+COLOUR_FORMS = ["{opener}" + form for form in (   # sentences that give a thing its colour
+    "{name} has a {size}{colour} {thing}{too}.", "{name} has a {size}{colour} {thing}{too}.",
+    "the {size}{thing} of {name} is {colour}.", "{name}'s {size}{thing} is {colour}.",
+    "{name} got a {size}{colour} {thing}{too}!", "the {thing} was {colour}.",
+    "{name} painted the {thing} {colour}.", "{name} found a {size}{colour} {thing} in the {place}.",
+    "in the {place} there was a {colour} {thing}.", "{name}'s {thing} is {colour}, isn't it?",
+    "{name} bought a {colour} {thing} at the {place}.", "the colour of the {thing} was {colour}.",
+    "look, a {colour} {thing}!", "{name} liked the {colour} {thing} best.")]
 SHIFTING_SENTENCE = "the sun is hot."    # put before each plain story in the shifted set
 ALPHABET = " !',.?abcdefghijklmnopqrstuvwxyz"
 HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted", "long",
@@ -93,8 +83,7 @@ CANNOT = ("second object", "distractor's object")    # the question asks about t
 TWO_LAYER_SETS = CANNOT + ("third object",)    # two layers are measured on these and HELD_OUT
 
 Story = namedtuple("Story", "text colour thing distractor")
-Story.__doc__ = """A story, its answer, the object it asks about, and the distractor's colour (None
-without one)."""
+Story.__doc__ = """A story, its answer, the object asked about, the distractor's colour or None."""
 
 Words = namedtuple("Words", "names nouns nouns_plural places adjectives verbs dids adverbs times "
                             "foods fillers")
@@ -107,12 +96,11 @@ PUNCTUATION_WORDS = TRAINING_WORDS._replace(fillers=[f for f in FILLERS if any(
 NEW_WORDS = Words(
     ["oliver", "grace", "jack", "nora", "felix", "iris", "oscar", "mateo", "wren", "beatrix",
      "thaddeus", "octavia", "ignatius", "cornelius", "persephone", "florian"],
-    ["spyglass", "thimble", "abacus", "quill", "ocarina", "zither", "kaleidoscope",
-     "pinwheel", "satchel", "gramophone", "ladle", "trowel", "colander", "bellows", "sextant",
-     "mandolin"],
-    ["spyglasses", "thimbles", "abacuses", "quills", "ocarinas", "zithers",
-     "kaleidoscopes", "pinwheels", "satchels", "gramophones", "ladles", "trowels", "colanders",
-     "bellows", "sextants", "mandolins"],
+    ["spyglass", "thimble", "abacus", "quill", "ocarina", "zither", "kaleidoscope", "pinwheel",
+     "satchel", "gramophone", "ladle", "trowel", "colander", "bellows", "sextant", "mandolin"],
+    ["spyglasses", "thimbles", "abacuses", "quills", "ocarinas", "zithers", "kaleidoscopes",
+     "pinwheels", "satchels", "gramophones", "ladles", "trowels", "colanders", "bellows",
+     "sextants", "mandolins"],
     ["observatory", "apothecary", "boathouse", "planetarium"],
     ["peculiar", "dismal", "resplendent", "quizzical", "lugubrious", "effervescent", "gleaming",
      "rickety"],

@@ -1,6 +1,5 @@
-"""Two layers joined by a residual stream: the model that can answer the colour of the thing the
-question names, which one layer cannot (its query at " is" knows only " is" and its place).
-For a prompt of T tokens (a story up to "the ball is"):
+"""Two layers joined by a residual stream, which can answer the colour of the thing the question
+names, where one layer answers the first colour. For a prompt of T tokens:
 
     x0     = E[ids] + position(0…T−1)                              (T, d_model), token + place
     x1     = x0 + attention_forward(layer(params, 1), x0)["out"]   (T, d_model), the residual stream
@@ -8,12 +7,8 @@ For a prompt of T tokens (a story up to "the ball is"):
     logits = (x1[T−1] + out2)·U                                    (C,), a score for each colour
     loss   = −log softmax(logits)[colour]
 
-Layer 1 can bring the object asked about into the question's row, or a colour into its object's;
-layer 2, read at the question alone as in model.py, can then find the row that holds both. The
-parameters are E, U, Wq1 … Wo1 and Wq2 … Wo2; E is drawn at random, not zero, so that objects
-differ before training (a piece no story trains then scores at random). Layer 1 may be GIVEN
-(init_params(..., given=True): no Wq1 and Wk1), a previous-token head whose row i averages places
-i−2 and i−1 by position alone, its Wv1 and Wo1 learned (given_layer.py trains it).
+E starts at random, so that objects differ before training. Layer 1 may be GIVEN (given=True): a
+previous-token head whose row i averages places i−2 and i−1, only its Wv1 and Wo1 learned.
 """
 
 import math
