@@ -394,9 +394,8 @@ def _two_layer_seed(seed):
 
 
 def _two_layers(args):
-    """--layers 2: train seed (default 1) and print its held-out sets beside one layer's; with
-    --write, train given_layer.SEEDS two at a time and record them as each ends; with --check,
-    train the recorded prefix again; with --story, answer from the recorded model."""
+    """--layers 2: answer from the recorded model, check its prefix, train and print seed, or
+    record given_layer.SEEDS, two at a time, each as it ends."""
     check_stdout()
     if args.story is not None or args.export is not None:
         check_outputs([("--export", args.export, None)])

@@ -9,8 +9,8 @@ BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 
 
 class Adam:
-    """Adam, with the learning rate falling linearly from learning_rate to 0 over steps. For each
-    weight: mean_grad and mean_sq_grad, running means of its gradient and of its square."""
+    """Adam, its learning rate falling linearly to 0 over steps; mean_grad and mean_sq_grad hold
+    the running means of each weight's gradient and of its square."""
 
     def __init__(self, params, steps, learning_rate=LEARNING_RATE):
         self.steps, self.learning_rate, self.t = steps, learning_rate, 0
@@ -18,12 +18,9 @@ class Adam:
         self.mean_sq_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
 
     def step(self, params, grads):
-        """Update params in place with grads: for each weight w, w −= lr · m̂ / (√ŝ + eps),
-        where m̂ = mean / (1 − b1ᵗ) and ŝ = mean_sq / (1 − b2ᵗ) are its running means
-        undone of their start at zero. grads[name] is a matrix, or {row: its gradient} for the
-        rows a story reaches (E's). A row with no gradient or one of zeros is left as it is,
-        running means and all: Adam made lazy, as for embeddings (PyTorch's SparseAdam), so a
-        step costs the story's rows, not the vocabulary's."""
+        """w −= lr · m̂ / (√ŝ + eps) for each weight, m̂ and ŝ its running means undone of their
+        start at zero; grads[name] a matrix, or {row: its gradient} (E's). A row of no or zero
+        gradient is left as it is, running means and all (lazy, as PyTorch's SparseAdam)."""
         self.t += 1
         lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
         (b1, b2), (a1, a2) = BETAS, (1 - BETAS[0], 1 - BETAS[1])    # a: the new gradient's share

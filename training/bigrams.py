@@ -8,8 +8,7 @@ from training.stories import question
 
 
 def most_frequent_next(pairs):
-    """For each token, the token that most often came next in pairs (the smallest on a tie): all
-    a model that reads one token back can know.
+    """For each token, the token that most often came next in pairs (the smallest on a tie).
 
     >>> most_frequent_next([(1, 2), (2, 1), (1, 2), (1, 3), (2, 3)])
     {1: 2, 2: 1}
@@ -21,8 +20,8 @@ def most_frequent_next(pairs):
 
 
 def bigrams(tokenizer, train):
-    """The two bigrams of the training stories: "next token", fitted on every pair of adjacent
-    tokens, and "question", fitted on the pairs the layer learns from (" is" → the colour)."""
+    """{"next token", "question"}: bigrams fitted on every adjacent pair of the training stories,
+    and on the pairs the layer learns from (" is" → the colour)."""
     ids = [tokenizer.encode(s.text) for s in train]
     questions = [tokenizer.encode(question(s) + " " + s.colour)[-2:] for s in train]
     return {"next token": most_frequent_next(p for one in ids for p in zip(one, one[1:])),

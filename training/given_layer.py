@@ -44,8 +44,7 @@ def held_out(seed):
 
 
 def training_pairs(seed, count, tests):
-    """count (ids, colour index) pairs of two_layer_story, drawn by random.Random(f"two layers
-    {seed}"), none of them a story of tests."""
+    """count (ids, colour index) pairs of two_layer_story, none of them a story of tests."""
     rng, seen = random.Random(f"two layers {seed}"), {s.text for t in tests.values() for s in t}
     tokenizer, made_up, pairs = training_tokenizer(), made_up_words(), []
     while len(pairs) < count:
@@ -71,10 +70,9 @@ def combine(terms):
 
 
 def loss_and_grads_fast(params, prompt, answer):
-    """two_layers.loss_and_grads, layer 1 given, equal to it to rounding, with no (T, d_head)
-    matrix made: layer 1 is linear in x0 (x1 = x0 + a·Wv1·Wo1, a_i the mean of x0 over
-    previous_tokens(i)), and the question's row reads each x1_j only through dot products with
-    vectors (r, p) and weighted sums. The names are those of the plain one."""
+    """two_layers.loss_and_grads, layer 1 given, to rounding, with no (T, d_head) matrix made:
+    x1 = x0 + a·Wv1·Wo1 (a_i the mean of x0 over previous_tokens(i)), and the question's row
+    reads each x1_j only through dot products with vectors (r, p) and weighted sums."""
     Wv1, Wo1, Wq2, Wk2, Wv2, Wo2, U = (params[n] for n in
                                        ("Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2", "U"))
     x0 = embed(params, prompt)
@@ -155,9 +153,8 @@ def batch_grads(params, batch):
 
 
 def train_model(seed, count=STORIES, batches=None, progress=None):
-    """The model trained on count stories of seed in batches of BATCH, or on the first batches
-    alone (the learning rate falling as for count's); progress(stories, mean_loss) at each loss
-    recorded. Raises TypeError unless seed is an int."""
+    """The model trained on count stories of seed, or their first batches alone; progress(stories,
+    mean_loss) at each loss recorded. Raises TypeError unless seed is an int."""
     checks.check_seed(seed)
     steps = count // BATCH
     pairs = training_pairs(seed, (batches or steps) * BATCH, held_out(seed))   # the first ones

@@ -1,38 +1,26 @@
 """An induction circuit, set by hand: two of the lesson's layers that continue a repeated sequence.
-
-The sequence, as TransformerLens's induction detector draws one: BOS, N distinct tokens of the V
-of VOCAB drawn by random.Random(seed), the same N again (T = 2N + 1 places, counted from 0 here,
-from 1 in the door's table). At place N + i, the next token is aᵢ₊₁, the one after aᵢ's earlier
-copy (distinct: a token twice in the first copy would have two).
+The sequence: BOS, N distinct tokens of VOCAB drawn by random.Random(seed), the same N again (T =
+2N + 1 places, from 0 here); at place N + i the next token is aᵢ₊₁, the one after aᵢ's first copy.
 
     x1     = x0 + attention_forward(previous_token_head(), x0)["out"]   (T, d_model)
     x2     = x1 + attention_forward(induction_head(), x1)["out"]        (T, d_model)
     logits = x2·U                                                       (T, V)
 
-Each layer adds to the residual stream, so x0 still stands in x1 for layer 2 to read. The stream
-is four blocks, d_model = 3V + 4: TOKEN, the token one-hot (V + 1, BOS last); PLACE, (1, i, i²);
-PREVIOUS (V), written by layer 1; NEXT (V), written by layer 2. Every other weight is 0.
+The stream, d_model = 3V + 4, is four blocks: TOKEN, the token one-hot (V + 1, BOS last); PLACE,
+(1, i, i²); PREVIOUS (V), written by layer 1; NEXT (V), written by layer 2. Every other weight is 0.
 
 Layer 1, previous-token head (d_head = V): q_i = (2(i − 1), −1)·PREVIOUS_GAP, k_j = (j, j²), so
-score = PREVIOUS_GAP·((i − 1)² − (j − (i − 1))²). The softmax ignores (i − 1)², the same across the
-row; the rest peaks at j = i − 1, PREVIOUS_GAP above either neighbour: the weight one back is about
-1 − 2e^(−PREVIOUS_GAP) (place 0 may read only itself). v is the token one-hot (BOS's: zeros); Wo
-writes it into PREVIOUS.
+score = PREVIOUS_GAP·((i − 1)² − (j − (i − 1))²), which peaks at j = i − 1, PREVIOUS_GAP above
+either neighbour (the softmax ignores (i − 1)², the same across the row). v is the token one-hot
+(BOS's: zeros); Wo writes it into PREVIOUS.
 
 Layer 2, induction head (d_head = V + 1): q reads the current token a, k the previous token layer
-1 wrote, so the score is MATCH times layer 1's weight (about 759.5) where that token is a: place
-N + i finds place i + 1, just after aᵢ's earlier copy. The last head dimension is a sink: every
-token's query scores BOS at SINK, 9.5 below a match and so far above the rest (under 1) that their
-weights underflow to exactly 0.0. A row with no match reads BOS, whose value is zeros, and adds
-nothing; without the sink it would copy the mixture of the earlier tokens and predict one already
-seen. v is the token one-hot, Wo writes it into NEXT, and U reads NEXT as the logits. The queries
-are multiplied by √d_head, which the layer's scale 1/√d_head takes back.
-
-The four figures (measure): the previous-token score, layer 1's weight one back, mean over
-places 1…2N; the induction score, layer 2's weight just after the earlier copy over N + 1…2N; the
-accuracy over N + 1…2N − 1, a place whose top logit k tokens share counting 1/k if the next token
-is one of them; and the same with layer 1's output zeroed, where layer 2 reads BOS alone and every
-place counts 1/V, chance. Left out: training, layer norm, MLPs, more than one head a layer.
+1 wrote, so the score is MATCH times layer 1's weight where that token is a: place N + i finds
+place i + 1. The last head dimension is a sink: every query scores BOS at SINK, 9.5 below a match
+and so far above the rest that their weights underflow to 0.0; a row with no match reads BOS,
+whose value is zeros, rather than copy a token already seen. v is the token one-hot, Wo writes it
+into NEXT, and U reads NEXT as the logits. The queries carry √d_head, which the layer's scale
+takes back. measure gives the four figures; chance is 1/V. Left out: training, layer norm, MLPs.
 
     python3 train_attention.py --induction [--seed N] [--svg FILE] [--json]
 """

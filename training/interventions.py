@@ -84,11 +84,9 @@ def _answered(model, ids, row, logits):
 
 
 def intervene(model, text, block=(), ablate=None):
-    """(before, after): the question's run on text as it is and with the intervention, each
-    {"answer", "tokens", "weights" (T,), "logits" (C,)}; block: positions from 1 the question no
-    longer reads; ablate: a position from 1 whose value becomes zeros. Raises as encode_question,
-    TypeError for a model train_model did not make, and ValueError for a position outside 1…T
-    or a block of every source."""
+    """(before, after), each {"answer", "tokens", "weights" (T,), "logits" (C,)}; block: positions
+    from 1 the question no longer reads; ablate: one whose value becomes zeros. Raises as
+    check_model and encode_question, and ValueError for a position outside 1…T or every one."""
     check_model(model)
     ids = encode_question(model["tokenizer"], text)
     T = len(ids)
@@ -107,11 +105,9 @@ def intervene(model, text, block=(), ablate=None):
 
 
 def patch(model, clean, corrupted, rows=None):
-    """Activation patching of two stories of as many tokens: {"clean_answer",
-    "corrupted_answer", "logit_difference": {"clean", "corrupted"}, "positions": [{"position"
-    (from 1), "token" (the corrupted story's), "q", "k", "v"}], "mixed"}, each a share or
-    "unchanged"; rows: as projections'. Raises as encode_question, ValueError for stories of
-    different lengths, and OneAnswer (a ValueError) for stories of one answer."""
+    """{"clean_answer", "corrupted_answer", "logit_difference": {"clean", "corrupted"},
+    "positions": [{"position", "token", "q", "k", "v"}], "mixed"}, each a share or "unchanged".
+    Raises as encode_question, ValueError for stories of different lengths, and OneAnswer."""
     check_model(model)
     rows = {} if rows is None else rows     # the two stories share every row they hold alike
     tokenizer, params = model["tokenizer"], model["params"]
@@ -185,10 +181,8 @@ def story_tokens(tokenizer, text):
 
 
 def patching_evidence(model, test):
-    """Every story of a held-out set patched against each of its colour_swapped: the pairs, those
-    answered alike (refused), what the colour's value and key restore, the other values that
-    moved, and for the pairs below RESTORES the most of the question's least weight on the
-    colour."""
+    """Each story of a held-out set patched against each of its colour_swapped: what the colour's
+    value and key restore, the other values that moved, and the weights where it falls short."""
     found = {"pairs": 0, "refused": 0, "value_restores": 0, "value_least": None,
              "value_most": None, "key_largest": 0.0, "other_values_moved": 0,
              "other_value_largest": 0.0, "short_weight_most": None}
@@ -231,9 +225,8 @@ def taken_apart(model, s):
 
 
 def blocking_evidence(model, test):
-    """For a held-out set with a distractor: how many stories the model answers with the colour,
-    and with the first colour blocked or its value ablated, with which colour, and how often the
-    distractor then gets the largest weight."""
+    """For a held-out set with a distractor: the answers before and with the first colour
+    blocked or its value ablated, and how often the distractor then weighs most."""
     found = {"stories": len(test), "colour": 0, "blocked_gives_distractor": 0,
              "blocked_gives_neither": 0, "blocked_most_on_distractor": 0,
              "ablated_gives_distractor": 0}

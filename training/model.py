@@ -28,10 +28,8 @@ RAMP, LOG_RAMP = 5.0, 4.0      # position()'s two scales: 0 at the first place, 
 
 
 def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD):
-    """E (V, d_model) at zero, U (d_model, len(COLOURS)) from uniform(−INIT_SCALE, INIT_SCALE),
-    and the layer's Wq, Wk, Wv, Wo from init_attention. E starts at zero so that a token no story
-    trains is its position alone, never above a colour at its place (a random row scored at
-    random, and a trained query made that score large)."""
+    """E (V, d_model) at zero, so that a token no story trains is its place alone (never above a
+    colour at its place), U (d_model, C) from uniform(−INIT_SCALE, INIT_SCALE), Wq … Wo."""
     checks.check_seed(seed)
     rng = random.Random(seed)
     params = {"E": [[0.0] * d_model for _ in range(vocab_size)],
@@ -72,9 +70,8 @@ def layer(params):
 
 
 def question_row_forward(head, x):
-    """(row, out): a layer's (head: Wq, Wk, Wv, Wo) question row on x (T, d_model) alone, row
-    attention_core's (q (1, d_head), k and v (T, d_head), scores and weights (1, T), mixed
-    (1, d_head)) and out (1, d_model), each number `==` to row T−1 of attention_forward's."""
+    """(row, out (1, d_model)): attention_forward(head, x)'s last row alone, `==` to it; row is
+    attention_core's: q (1, d_head), k and v (T, d_head), scores and weights (1, T), mixed."""
     q = matmul(x[-1:], head["Wq"])                   # only the question's query
     k, v = matmul(x, head["Wk"]), matmul(x, head["Wv"])      # every position's key and value
     row = attention_core(q, k, v, [[True] * len(x)])   # row T−1 of causal_mask: all of 0…T−1
@@ -103,8 +100,7 @@ def question_row_backward(head, x, row, d_out, d_question=None):
 
 
 def embedding_grads(prompt, d_x):
-    """E's gradient as {token id: its row}, d_x (T, d_model) summed over each token's places: the
-    rows of the prompt's tokens (every other row's is zeros)."""
+    """E's gradient as {token id: d_x summed over its places}: every other row's is zeros."""
     grads = {}
     for t, d_row in zip(prompt, d_x):
         grads[t] = [g + d for g, d in zip(grads.get(t, [0.0] * len(d_row)), d_row)]
@@ -120,9 +116,8 @@ def forward(params, ids):
 
 
 def loss_and_grads(params, prompt, answer):
-    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter (E's as
-    embedding_grads gives it): attention_backward's with dLoss/d(out) zero but in the question's
-    row, bit for bit (test_training checks it)."""
+    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter: bit for
+    bit attention_backward's with dLoss/d(out) zero but in the question's row."""
     fw = forward(params, prompt)
     checks.check_index("answer", answer, len(fw["logits"]), "an index of COLOURS")   # not −1
     probs = softmax_row(fw["logits"])
@@ -140,8 +135,7 @@ def loss_and_grads(params, prompt, answer):
 
 
 def answer_of(logits):
-    """The answer the logits (one per colour) give: the colour of the largest, with its leading
-    space as the token (" red"); the first of COLOURS on a tie.
+    """The colour of the largest of the logits (C,) as a token, the first of COLOURS on a tie.
 
     >>> answer_of([0.5, 2.0] + [0.0] * 9)
     ' blue'
@@ -171,10 +165,9 @@ def check_model(model, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):
 
 
 def predict(model, text, run=forward, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):
-    """(answer, weights): the model's next token after text, a story up to its question (" red"),
-    and the question's weight on every token as (token, weight) pairs; run and names: another
-    model's forward and weights (given_layer.predict's). Raises TypeError unless model is what
-    train_model returns (check_model), and as encode_question."""
+    """(answer, weights): the answer to text, a story up to its question (" red"), and the
+    question's (token, weight) pairs; run and names: another model's forward and weights. Raises
+    as check_model and encode_question."""
     check_model(model, names)
     tokenizer = model["tokenizer"]
     ids = encode_question(tokenizer, text)

@@ -22,13 +22,9 @@ def model_record(model, seed, steps):
 
 
 def model_from_record(record, name="trained-model.json"):
-    """The model a record holds: {"tokenizer", "params", "seed", "steps"}. Raises ValueError,
-    naming the file (name) and what is wrong, unless every weight matrix is there, of the shapes
-    the tokenizer's vocabulary and each other's widths call for:
-
-        E (V, d_model)   U (d_model, len(COLOURS))
-        Wq, Wk, Wv (d_model, d_head)               Wo (d_head, d_model)
-    """
+    """The model a record holds, {"tokenizer", "params", "seed", "steps"}. Raises ValueError,
+    naming the file and what is wrong, unless every weight is a matrix of its shape: E (V,
+    d_model), U (d_model, C), Wq, Wk, Wv (d_model, d_head), Wo (d_head, d_model)."""
     def wrong(what):
         return ValueError(f"{name} {what}: run train_attention.py --write")
 

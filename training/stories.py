@@ -192,9 +192,8 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
 
 
 def story_shape(rng):
-    """(lead_ins, fillers, distractor_at) of a training story: 0 lead-ins in 30 stories of 100,
-    1 to 3 in 25, 4 to 8 in 20, 9 to 18 in 25; 0 to 5 fillers (6 to 12 in one of ten); and a
-    distractor in half."""
+    """(lead_ins, fillers, distractor_at) of a training story, so the first colour stands
+    anywhere; a distractor in half."""
     roll = rng.random()
     lead_ins = (0 if roll < 0.3 else rng.randint(1, 3) if roll < 0.55
                 else rng.randint(4, 8) if roll < 0.75 else rng.randint(9, 18))
@@ -272,9 +271,8 @@ def made_up_words():
 
 
 def stories(seed):
-    """(train, tests): TRAIN_STORIES training stories, and {kind of HELD_OUT: TEST_STORIES
-    stories}, none in two sets ("shifted": the plain ones after SHIFTING_SENTENCE). Drawn once a
-    process; each call's lists are its own."""
+    """(train, {kind of HELD_OUT: its stories}), none in two sets, drawn once a process; each
+    call's lists are its own."""
     train, tests = _drawn(seed)
     return list(train), {kind: list(test) for kind, test in tests.items()}
 
@@ -347,9 +345,8 @@ def cannot_stories(seed, drawn=None, kinds=CANNOT):
 
 
 def two_layer_story(rng, made_up):
-    """A two-layer training story that fits: in one of three, two or three things listed with
-    their colours and the question about any; else a story of story_shape, asking about the
-    distractor's object in half of those that have one."""
+    """A two-layer training story: in one of three, two or three things listed with their colours
+    and the question about any; else one of story_shape, asking about either colour's thing."""
     while True:
         lead_ins, fillers, distractor_at = story_shape(rng)
         if rng.random() < 1 / 3:
@@ -427,9 +424,8 @@ def check_story(text):
 
 
 def story_ids(tokenizer, text):
-    """The ids the model reads of a story: its text, after a space when it opens with a colour
-    word, so that the colour is the token it is in every colour sentence (" white"), not one no
-    training story holds ("white")."""
+    """The ids of a story, after a space when it opens with a colour word: " white", the token of
+    every colour sentence, not "white", which no training story holds."""
     first = re.match(r"[a-z]+", text)
     return tokenizer.encode(" " + text if first and first.group() in COLOURS else text)
 

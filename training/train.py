@@ -105,7 +105,7 @@ def measure(model, seed=SEED, steps=STEPS):
     example_ids = story_ids(tokenizer, question(example))
     every_row = attention_forward(layer(model["params"]), embed(model["params"], example_ids))
     after_is = tokenizer.encode(" is")[0]
-    record = {
+    return {
         "config": {"seed": seed, "steps": steps, "d_model": D_MODEL, "d_head": D_HEAD,
                    "learning_rate": LEARNING_RATE, "train_stories": TRAIN_STORIES,
                    "vocab_size": len(tokenizer.vocab)},
@@ -125,4 +125,3 @@ def measure(model, seed=SEED, steps=STEPS):
                     "tokens": [tokenizer.vocab[t] for t in example_ids],
                     "weights": [[round(w, 4) for w in row] for row in every_row["weights"]]},
     }
-    return record

@@ -28,9 +28,8 @@ D_MODEL, D_HEAD = 32, 16                 # what train.py trains with layer 1 giv
 
 
 def init_params(vocab_size, seed, d_model, d_head, given=False):
-    """E (V, d_model) and U (d_model, len(COLOURS)) from uniform(−INIT_SCALE, INIT_SCALE) of
-    random.Random(seed), and layer n's Wq, Wk, Wv, Wo from init_attention of the seed 2·seed + n − 1
-    (no two layers of seeds 0 or more start alike). given: no Wq1 and Wk1 (layer 1 is set)."""
+    """E (V, d_model) and U (d_model, C) from uniform(−INIT_SCALE, INIT_SCALE), and layer n's Wq …
+    Wo from init_attention of the seed 2·seed + n − 1; given: no Wq1 and Wk1 (layer 1 is set)."""
     checks.check_seed(seed)
     rng = random.Random(seed)
     params = {"E": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(d_model)]
@@ -51,8 +50,7 @@ def previous_tokens(i):
 
 
 def given_weights(T):
-    """The given layer 1's weights (T, T), fixed by position: 1/len(previous_tokens(i)) in row i
-    on each of previous_tokens(i), 0.0 elsewhere (what a view of the layer draws).
+    """The given layer 1's weights (T, T): row i's 1/len on each of previous_tokens(i).
 
     >>> given_weights(3)
     [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]
@@ -71,8 +69,7 @@ def previous_token_head(params, x0):
 
 
 def previous_token_head_backward(params, x0, first, d_out):
-    """({"Wv", "Wo"} of layer 1, d_x0 (T, d_model)) from what previous_token_head returned and
-    d_out (T, d_model). The weights are given, so nothing flows into a query or a key."""
+    """({"Wv", "Wo"} of layer 1, d_x0 (T, d_model)) from d_out (T, d_model): no query or key."""
     # forward: out = mixed·Wo1
     grads = {"Wo": matmul(transpose(first["mixed"]), d_out)}
     d_mixed = matmul(d_out, transpose(params["Wo1"]))
@@ -93,9 +90,8 @@ def layer(params, n):
 
 
 def forward(params, ids):
-    """Every intermediate of the model on a prompt: x0 and x1 (T, d_model); first, layer 1's
-    attention_forward (or previous_token_head) on x0; row and out2 (1, d_model), layer 2's
-    question_row_forward on x1; stream (1, d_model), x1[T−1] + out2; and the logits (C,)."""
+    """Every intermediate on a prompt: x0, x1 (T, d_model); first, layer 1's on x0; row and out2
+    (1, d_model), layer 2's question row on x1; stream (1, d_model); the logits (C,)."""
     x0 = embed(params, ids)
     first = (attention_forward(layer(params, 1), x0) if "Wq1" in params
              else previous_token_head(params, x0))
