@@ -56,7 +56,6 @@ FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg re
 TWO_RUN_PATH = os.path.join(HERE, "training", "two-layer-run.json")
 TWO_MODEL_PATH = os.path.join(HERE, "training", "two-layer-model.json")
 
-
 MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seconds)
 MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a step)
 
@@ -125,8 +124,7 @@ def run_seeds(seeds, steps=STEPS, models=None):
 
 
 def train_model(seed=SEED, steps=STEPS, progress=None, layers=1):
-    """The one-layer model of seed trained for steps, as the recorded run trains it; layers=2:
-    given_layer.train_model's (steps unused). progress(step or stories, mean_loss)."""
+    """train.train_model's model, or given_layer.train_model's for layers=2 (steps unused)."""
     if layers == 2:
         return given_layer.train_model(seed, progress=progress)
     if layers != 1:
@@ -201,44 +199,38 @@ def example_svg(record):
 
 def main(argv=None):
     parser = OneLineParser(description="Train the lesson's attention layer on the colour stories.")
-    group = parser.add_mutually_exclusive_group()
+    group, add = parser.add_mutually_exclusive_group(), parser.add_argument
     group.add_argument("--write", action="store_true",
                        help=f"record seeds 1…{RECORDED_SEEDS} in training-run.json, and seed 1's "
                             f"model, interventions and rule")
     group.add_argument("--check", action="store_true",
                        help="fail unless seed 1 trains as training-run.json records")
-    parser.add_argument("--all-seeds", action="store_true",
-                        help=f"with --check: check seeds 2…{RECORDED_SEEDS} too")
-    parser.add_argument("--steps", type=integer, help=f"default {STEPS}, at most {MAX_STEPS}")
-    parser.add_argument("--seed", type=integer, help=f"default {SEED}")
-    parser.add_argument("--seeds", type=integer, metavar="N",
-                        help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
-    parser.add_argument("--story", metavar="TEXT",
-                        help=f"a story ending with its question (\"… the ball is\") to answer, "
-                             f"of at most {MAX_TOKENS} tokens")
-    parser.add_argument("--block", metavar="N[,M…]", type=_positions, action="append",
-                        help="with --story: the question may no longer read these tokens "
-                             "(from 1); the rest renormalised; may be repeated")
-    parser.add_argument("--ablate-value", metavar="N", type=integer, action="append",
-                        help="with --story: token N's value becomes zeros, nothing renormalised")
-    parser.add_argument("--patch", metavar="CLEAN",
-                        help="activation patching: the clean story, put into --into's")
-    parser.add_argument("--into", metavar="CORRUPTED",
-                        help="with --patch: the corrupted story, of as many tokens")
-    parser.add_argument("--json", action="store_true",
-                        help="with --story or --patch: print JSON")
-    parser.add_argument("--export", metavar="FILE",
-                        help="write the layer's map on --story (default: the figure's story) "
-                             "as {tokens, attention} for CircuitsVis or bertviz")
-    parser.add_argument("--svg", metavar="FILE",
-                        help="draw the recorded figure; with --patch, the patching heatmap; "
-                             "with --induction, both layers' maps")
-    parser.add_argument("--induction", action="store_true",
-                        help="the induction circuit set by hand, on a repeated sequence drawn "
-                             "with --seed: its four figures")
-    parser.add_argument("--layers", type=integer, default=1,
-                        help="2: the two-layer model, its layer 1 given (a previous-token head "
-                             "set by hand), everything else trained")
+    add("--all-seeds", action="store_true",
+        help=f"with --check: check seeds 2…{RECORDED_SEEDS} too")
+    add("--steps", type=integer, help=f"default {STEPS}, at most {MAX_STEPS}")
+    add("--seed", type=integer, help=f"default {SEED}")
+    add("--seeds", type=integer, metavar="N",
+        help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
+    add("--story", metavar="TEXT", help=f"a story ending with its question (\"… the ball is\") to "
+                                        f"answer, of at most {MAX_TOKENS} tokens")
+    add("--block", metavar="N[,M…]", type=_positions, action="append",
+        help="with --story: the question may no longer read these tokens (from 1); the rest "
+             "renormalised; may be repeated")
+    add("--ablate-value", metavar="N", type=integer, action="append",
+        help="with --story: token N's value becomes zeros, nothing renormalised")
+    add("--patch", metavar="CLEAN", help="activation patching: the clean story, put into --into's")
+    add("--into", metavar="CORRUPTED", help="with --patch: the corrupted story, of as many tokens")
+    add("--json", action="store_true", help="with --story or --patch: print JSON")
+    add("--export", metavar="FILE", help="write the layer's map on --story (default: the figure's "
+                                         "story) as {tokens, attention} for CircuitsVis or bertviz")
+    add("--svg", metavar="FILE", help="draw the recorded figure; with --patch, the patching "
+                                      "heatmap; with --induction, both layers' maps")
+    add("--induction", action="store_true",
+        help="the induction circuit set by hand, on a repeated sequence drawn with --seed: its "
+             "four figures")
+    add("--layers", type=integer, default=1,
+        help="2: the two-layer model, its layer 1 given (a previous-token head set by hand), "
+             "everything else trained")
     args = parser.parse_args(argv)
     if args.block is not None:      # --block 7 --block 8 is --block 7,8
         args.block = [n for positions in args.block for n in positions]
@@ -262,9 +254,8 @@ def main(argv=None):
             parser.error("--json goes with --story")
         return guarded(lambda: _two_layers(args))
     if args.induction:
-        dropped = [flag for flag, given_flag in (("--write", args.write), ("--check", args.check),
-                                                 ("--all-seeds", args.all_seeds))
-                   if given_flag] + [f for f in given if f not in ("--seed", "--svg", "--json")]
+        dropped = (["--write"] * args.write + ["--check"] * args.check + ["--all-seeds"]
+                   * args.all_seeds + [f for f in given if f not in ("--seed", "--svg", "--json")])
         if dropped:
             parser.error(f"--induction sets its weights by hand and draws its own sequence: "
                          f"drop {', '.join(dropped)}")
@@ -386,8 +377,7 @@ def _induction(seed, svg, as_json):
 
 
 def _two_layer_seed(seed):
-    """A seed's two-layer run, its model's record and its training's prefix: what a process of
-    the pool sends back."""
+    """A seed's two-layer run, its model's record and its prefix, from a process of the pool."""
     record, model = given_layer.run(seed, progress=lambda stories, loss: note(
         f"seed {seed}, {stories} stories: loss {loss}"))
     return record, given_layer.model_record(model, seed), model["prefix"]
@@ -423,8 +413,7 @@ def _two_layers(args):
 
 
 def _check_two_layers():
-    """--check of two-layer-run.json: the first given_layer.PREFIX batches of its seed trained
-    again, their loss and weights bit for bit as recorded (the whole run takes minutes)."""
+    """--check of two-layer-run.json: its first given_layer.PREFIX batches trained again."""
     record = read_json(TWO_RUN_PATH, "the two-layer run", then="run --layers 2 --write")
     recorded = record.get("prefix")
     if not isinstance(recorded, dict) or "seed" not in recorded:
@@ -445,8 +434,7 @@ def _story_json(found):
 
 
 def _model(seed, steps, texts):
-    """The recorded model, or seed's trained for steps when either differs from the recorded run;
-    texts are checked before any training."""
+    """The recorded model, or seed's trained for steps, texts checked before any training."""
     if seed == SEED and steps == STEPS:
         return recorded_model()
     tokenizer = training_tokenizer()

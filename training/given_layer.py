@@ -221,8 +221,7 @@ def correct(model, tests, answer=predict):
 
 
 def run(seed, count=STORIES, progress=None):
-    """(record, model): the two-layer model's correct answers on every set of held_out beside the
-    one-layer model's, the losses and the training's seconds (measured, not checked)."""
+    """(record, model): the correct answers on every set of held_out, beside one layer's."""
     start = time.perf_counter()
     model = train_model(seed, count, progress=progress)
     seconds = round(time.perf_counter() - start)

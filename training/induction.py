@@ -153,8 +153,7 @@ def table(found):
 
 
 def maps_svg(found, run):
-    """Both layers' weights in run as heatmaps: layer 1 reads one place back, layer 2 just after
-    the earlier copy in the repeat's rows (outlined)."""
+    """Both layers' weights in run as heatmaps, the repeat's rows outlined."""
     labels = token_labels(found["tokens"])
     hatched = [[not ok for ok in row] for row in causal_mask(len(labels))]
     return heatmaps_svg(

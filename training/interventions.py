@@ -260,8 +260,7 @@ def both_swapped(s):
 
 
 def example_evidence(model, s):
-    """One story with a distractor taken apart: its runs of taken_apart, and patched with its
-    colour swapped and with both colours swapped."""
+    """taken_apart's runs of one story, and its patching with one and with both colours swapped."""
     text, at, before, blocked, ablated = taken_apart(model, s)
     runs = {name: {key: run[key] for key in ("answer", "weights")}
             for name, run in (("before", before), ("blocked", blocked), ("ablated", ablated))}
@@ -324,8 +323,7 @@ def patch_svg(result):
 
 
 def intervention_table(before, after, marked):
-    """The answer and the question's weight on each token before → after; marked: {index: what
-    was done to that source}."""
+    """The answer and the question's weights before → after; marked: {index: what was done}."""
     labels = token_labels(before["tokens"])
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"

@@ -85,8 +85,8 @@ TWO_LAYER_SETS = CANNOT + ("third object",)    # two layers are measured on thes
 Story = namedtuple("Story", "text colour thing distractor")
 Story.__doc__ = """A story, its answer, the object asked about, the distractor's colour or None."""
 
-Words = namedtuple("Words", "names nouns nouns_plural places adjectives verbs dids adverbs times "
-                            "foods fillers")
+Words = namedtuple("Words", "name noun nouns place adjective verb did adverb time food fillers")
+Words.__doc__ = """Each slot's list of words, by the slot's name, and the fillers."""
 TRAINING_WORDS = Words(*(STORY_WORDS[name] for name in (
     "NAMES", "NOUNS", "PLURALS", "PLACES", "ADJECTIVES", "VERBS_PRESENT", "VERBS_PAST", "ADVERBS",
     "TIMES", "FOODS")), FILLERS)
@@ -136,10 +136,7 @@ def fill(template, rng, words=TRAINING_WORDS, **given):
     >>> fill("{name} has a {size}{colour} {thing}.", random.Random(5), colour="red", thing="kite")
     'nils has a new red kite.'
     """
-    lists = {"name": words.names, "noun": words.nouns, "nouns": words.nouns_plural,
-             "place": words.places, "adjective": words.adjectives, "verb": words.verbs,
-             "did": words.dids, "adverb": words.adverbs, "time": words.times,
-             "food": words.foods, "size": SIZES}
+    lists = dict(words._asdict(), size=SIZES)
 
     def word(slot):
         return given[slot] if slot in given else rng.choice(lists[slot])
@@ -173,7 +170,7 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
     >>> story(random.Random(2974), fillers=1, distractor_at=0).text
     'mia has a yellow pond. hana got a small blue bus too! fatima sneaks. the pond is yellow.'
     """
-    name, colour, thing = rng.choice(words.names), rng.choice(COLOURS), rng.choice(words.nouns)
+    name, colour, thing = rng.choice(words.name), rng.choice(COLOURS), rng.choice(words.noun)
     before = [filler(rng, words, made_up) for _ in range(lead_ins)]
     first = colour_sentence(rng, name, colour, thing, rng.choice(OPENERS), words=words)
     after = [filler(rng, words, made_up) for _ in range(fillers)]
@@ -182,8 +179,8 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
         distractor = rng.choice([c for c in COLOURS if c != colour])
         other_thing = thing
         while other_thing == thing:
-            other_thing = rng.choice(words.nouns)
-        after.insert(distractor_at, colour_sentence(rng, rng.choice(words.names), distractor,
+            other_thing = rng.choice(words.noun)
+        after.insert(distractor_at, colour_sentence(rng, rng.choice(words.name), distractor,
                                                     other_thing, too=" too", words=words))
     if ask_distractor and distractor is not None:
         colour, thing, distractor = distractor, other_thing, colour
@@ -192,8 +189,7 @@ def story(rng, lead_ins=0, fillers=0, distractor_at=None, words=TRAINING_WORDS, 
 
 
 def story_shape(rng):
-    """(lead_ins, fillers, distractor_at) of a training story, so the first colour stands
-    anywhere; a distractor in half."""
+    """(lead_ins, fillers, distractor_at) of a training story: a distractor in half."""
     roll = rng.random()
     lead_ins = (0 if roll < 0.3 else rng.randint(1, 3) if roll < 0.55
                 else rng.randint(4, 8) if roll < 0.75 else rng.randint(9, 18))
@@ -271,8 +267,7 @@ def made_up_words():
 
 
 def stories(seed):
-    """(train, {kind of HELD_OUT: its stories}), none in two sets, drawn once a process; each
-    call's lists are its own."""
+    """(train, {kind of HELD_OUT: its stories}), none in two sets; each call's lists its own."""
     train, tests = _drawn(seed)
     return list(train), {kind: list(test) for kind, test in tests.items()}
 
@@ -431,8 +426,7 @@ def story_ids(tokenizer, text):
 
 
 def encode_question(tokenizer, text):
-    """story_ids of a story that ends with its question ("… the ball is"). Raises as
-    check_story, and ValueError for a story of more than MAX_TOKENS tokens."""
+    """story_ids of a story; raises as check_story, and ValueError over MAX_TOKENS tokens."""
     check_story(text)
     ids = story_ids(tokenizer, text)
     if len(ids) > MAX_TOKENS:

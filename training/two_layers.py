@@ -103,8 +103,7 @@ def forward(params, ids):
 
 
 def loss_and_grads(params, prompt, answer):
-    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter, E's as
-    model.embedding_grads gives it."""
+    """−log softmax(logits)[answer] on one prompt, and its gradient for every parameter."""
     fw = forward(params, prompt)
     checks.check_index("answer", answer, len(fw["logits"]), "an index of COLOURS")
     probs = softmax_row(fw["logits"])
