@@ -170,14 +170,9 @@ def colour_swapped(s, offset=1):
 
 # ---- the evidence the README quotes -------------------------------------------------------------
 
-def colour_position(tokens, colour):
-    """The index of the story's first colour word among its tokens."""
-    return tokens.index(" " + colour)
-
-
-def story_tokens(tokenizer, text):
-    """The tokens of a story as the model reads it (story_ids)."""
-    return [tokenizer.vocab[t] for t in story_ids(tokenizer, text)]
+def colour_index(tokenizer, text, colour):
+    """The index of the story's first colour word among the tokens the model reads."""
+    return [tokenizer.vocab[t] for t in story_ids(tokenizer, text)].index(" " + colour)
 
 
 def patching_evidence(model, test):
@@ -197,7 +192,7 @@ def patching_evidence(model, test):
                 found["refused"] += 1
                 continue
             found["pairs"] += 1
-            at = colour_position(story_tokens(model["tokenizer"], clean), s.colour)
+            at = colour_index(model["tokenizer"], clean, s.colour)
             value, key = result["positions"][at]["v"], result["positions"][at]["k"]
             found["value_restores"] += value >= RESTORES
             first = found["pairs"] == 1
@@ -219,7 +214,7 @@ def patching_evidence(model, test):
 def taken_apart(model, s):
     """(question, the first colour's position from 1, the run before, blocked there, ablated)."""
     text = question(s)
-    at = colour_position(story_tokens(model["tokenizer"], text), s.colour) + 1
+    at = colour_index(model["tokenizer"], text, s.colour) + 1
     before, blocked = intervene(model, text, block=[at])
     return text, at, before, blocked, intervene(model, text, ablate=at)[1]
 
@@ -239,7 +234,7 @@ def blocking_evidence(model, test):
         weights = blocked["weights"]
         found["blocked_most_on_distractor"] += (
             max(range(len(weights)), key=weights.__getitem__)
-            == colour_position(blocked["tokens"], s.distractor))
+            == blocked["tokens"].index(" " + s.distractor))
         found["ablated_gives_distractor"] += ablated["answer"] == " " + s.distractor
     return found
 
