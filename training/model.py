@@ -64,9 +64,10 @@ def embed(params, ids):
     return [[e + p for e, p in zip(params["E"][t], places[i])] for i, t in enumerate(ids)]
 
 
-def layer(params):
-    """The attention layer's own parameters, Wq, Wk, Wv and Wo, for its checks at the door."""
-    return {name: params[name] for name in ("Wq", "Wk", "Wv", "Wo")}
+def layer(params, n=""):
+    """The attention layer's own Wq, Wk, Wv and Wo (two_layers.py's Wq2 … Wo2 for n = 2): what its
+    checks at the door read, not the embeddings."""
+    return {name: params[f"{name}{n}"] for name in ("Wq", "Wk", "Wv", "Wo")}
 
 
 def question_row_forward(head, x):

@@ -18,12 +18,11 @@ from math import fsum
 from attention import (add, attention_backward, attention_forward, init_attention, matmul,
                        softmax_row, transpose)
 from common import checks
-from training.model import (INIT_SCALE, embed, embedding_grads, question_row_backward,
+from training.model import (INIT_SCALE, embed, embedding_grads, layer, question_row_backward,
                             question_row_forward)
 from training.stories import COLOURS
 
-LAYERS = (1, 2)
-WEIGHTS = ("Wq", "Wk", "Wv", "Wo")       # each layer's, as Wq1 … Wo1 and Wq2 … Wo2
+LAYERS = (1, 2)                          # layer n's weights are Wq{n}, Wk{n}, Wv{n}, Wo{n}
 D_MODEL, D_HEAD = 32, 16                 # what train.py trains with layer 1 given
 
 
@@ -82,11 +81,6 @@ def previous_token_head_backward(params, x0, first, d_out):
     # forward: v = x0·Wv1
     grads["Wv"] = matmul(transpose(x0), d_v)
     return grads, matmul(d_v, transpose(params["Wv1"]))
-
-
-def layer(params, n):
-    """Layer n's own parameters, as attention_forward takes them: Wq, Wk, Wv and Wo."""
-    return {name: params[f"{name}{n}"] for name in WEIGHTS}
 
 
 def forward(params, ids):
