@@ -1,42 +1,14 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 -m benchmarks.bench_attention            the lesson's size, then T = 16, 64, 256, 512,
-                                                     then the cache at T = 64, 128, 256, 512 (a
-                                                     few minutes: recomputing every prefix of 512
-                                                     positions is most of it)
+    python3 -m benchmarks.bench_attention            T = 6 (the lesson's size), 16, 64, 256, 512;
+                                                     the cache at T = 64, 128, 256, 512
     python3 -m benchmarks.bench_attention --quick    T = 16, 64, 128, the cache at T = 16, 32, 64
-    python3 -m benchmarks.bench_attention --record   also write the output to bench-attention.txt
-                                                     (the README quotes it)
+    python3 -m benchmarks.bench_attention --record   also write bench-attention.txt
 
-At the lesson's own size (T = 6, d_model 4, d_head 2) and for each T with d_model 64 and d_head
-16, it times one forward plus backward pass of attention.py
-and of the lesson's own listing (`reference.listing`), which evaluates the same equations the way
-the lesson prints them: a Python generator of products inside each fsum. Both give bit-identical
-results, which it checks. Columns:
-
-  attention.py s, listing s   seconds for forward + backward: the best of 5 runs (3 above T=64),
-                              so that a moment of a busy machine does not make a row
-  speedup                     listing s / attention.py s: the work is the same, every pair of
-                              every (T, T) product computed; attention.py multiplies with `map`
-                              and sums with `fsum` in C, where the listing runs a generator
-  peak MiB                    peak memory of attention.py's pass, from tracemalloc: the (T, T)
-                              scores, weights and their gradients make it O(T²)
-  fsum share                  attention.py's multiply-adds per second as a share of what one long
-                              fsum(map(mul, a, b)) reaches: the interpreter's limit for an exact
-                              dot product
-
-The second table is the cache of keys and values. It processes T positions one at a time, as a
-model generates text, in two ways that give the same rows bit for bit (it checks): with the cache,
-attention_step on each new position (kv_cache.steps), and without it, attention_forward recomputed
-on every prefix, keeping the last row. Columns:
-
-  cache s, recompute s        seconds for all T positions, each way: the cache's best of 5
-                              runs, recomputing's best of 3 (of 1 above T=64)
-  speedup                     recompute s / cache s
-  cache multiply-adds,        counted exactly, by kv_cache.cache_multiply_adds and
-  recompute multiply-adds     recompute_multiply_adds (a test counts the products themselves)
-  count ratio                 recompute multiply-adds / cache multiply-adds: the speedup the
-                              arithmetic alone predicts
+It times forward + backward of attention.py against the lesson's listing (`reference.listing`),
+d_model 64 and d_head 16, and the KV cache (kv_cache.steps) against attention_forward on every
+prefix; each pair must agree bit for bit. fsum share: multiply-adds per second as a share of
+one long fsum(map(mul, a, b)), the interpreter's limit for an exact dot product.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -60,10 +32,8 @@ RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-at
 
 
 def multiply_adds(T):
-    """The multiply-adds of one forward + backward pass: the projections (x·Wq, x·Wk, x·Wv,
-    mixed·Wo, and for each of the four its two backward products) cost 12·T·d_model·d_head; the six
-    (T, T) products (scores, mixture, d_weights, d_v, d_q, d_k) cost d_head for each of the T²
-    pairs; the softmax backward's Σ a·da costs T²."""
+    """Multiply-adds of one forward + backward pass: four projections and their backward products,
+    six (T, T) products of d_head per pair, and the softmax backward's Σ a·da."""
     return 12 * T * D_MODEL * D_HEAD + 6 * T * T * D_HEAD + T * T
 
 
@@ -99,11 +69,12 @@ def listing_pass(params, x, d_out):
     return out, grads, d_x
 
 
-def best_time(run, args, repeats):
+def best_of(runs, fn, *args):
+    """The fastest of runs runs of fn(*args), and the last result."""
     best, result = math.inf, None
-    for _ in range(repeats):
+    for _ in range(runs):
         start = time.perf_counter()
-        result = run(*args)
+        result = fn(*args)
         best = min(best, time.perf_counter() - start)
     return best, result
 
@@ -118,10 +89,8 @@ def peak_mib(run, args):
 
 
 def measure_lesson_size(passes=500, pairs=15):
-    """The lesson's own size, T = 6, d_model 4, d_head 2: the seconds of one forward + backward
-    pass of each, timed in turns (attention.py, then the listing, pairs times) so that a busy
-    moment of the machine slows both; each figure is the median of its turns, and the speedup the
-    median of the pairs' ratios. One pass is too short to time alone: a turn runs passes."""
+    """T = 6, d_model 4, d_head 2: the median seconds of a pass, timed in turns of passes (the
+    layer, then the listing), and the median of the turns' ratios: a busy moment slows both."""
     rng = random.Random(6)
     params = init_attention(4, 2, seed=11)
     x, d_out = ([[round(rng.uniform(-1, 1), 2) for _ in range(4)] for _ in range(6)]
@@ -144,8 +113,8 @@ def measure_lesson_size(passes=500, pairs=15):
 def measure(T):
     args = inputs(T)
     repeats = 5 if T <= 64 else 3
-    layer_s, layer_result = best_time(layer_pass, args, repeats)
-    listing_s, listing_result = best_time(listing_pass, args, repeats)
+    layer_s, layer_result = best_of(repeats, layer_pass, *args)
+    listing_s, listing_result = best_of(repeats, listing_pass, *args)
     if layer_result != listing_result:
         raise ValueError(f"T={T}: attention.py and the listing disagree")
     return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak_mib(layer_pass, args)}
@@ -161,8 +130,8 @@ def recompute_pass(params, x):
 
 def measure_cache(T):
     params, x, _ = inputs(T)
-    cache_s, cache_rows = best_time(cache_pass, (params, x), 5)
-    recompute_s, recompute_rows = best_time(recompute_pass, (params, x), 3 if T <= 64 else 1)
+    cache_s, cache_rows = best_of(5, cache_pass, params, x)
+    recompute_s, recompute_rows = best_of(3 if T <= 64 else 1, recompute_pass, params, x)
     if cache_rows != recompute_rows:
         raise ValueError(f"T={T}: the cache and the recomputed prefixes disagree")
     return {"T": T, "cache": cache_s, "recompute": recompute_s,
@@ -194,20 +163,14 @@ def run(sizes, cache_sizes, record):
     rate = fsum_rate()
     report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward, causal mask; "
                f"Python {sys.version.split()[0]}; "
-               f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s")
-    report.say()
+               f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s", "")
     lesson = measure_lesson_size()
-    report.say("at the lesson's size (T = 6, d_model 4, d_head 2), one forward + backward pass:")
-    report.say()
-    report.say("| attention.py µs | listing µs | speedup |")
-    report.say("|---|---|---|")
-    report.say(f"| {lesson['layer'] * 1e6:.1f} | {lesson['listing'] * 1e6:.1f} | "
-               f"{lesson['speedup']:.2f}× |")
-    report.say()
-    report.say(f"d_model {D_MODEL}, d_head {D_HEAD}:")
-    report.say()
-    report.say("| T | attention.py s | listing s | speedup | peak MiB | fsum share |")
-    report.say("|---|---|---|---|---|---|")
+    report.say("at the lesson's size (T = 6, d_model 4, d_head 2), one forward + backward pass:",
+               "", "| attention.py µs | listing µs | speedup |", "|---|---|---|",
+               f"| {lesson['layer'] * 1e6:.1f} | {lesson['listing'] * 1e6:.1f} | "
+               f"{lesson['speedup']:.2f}× |", "", f"d_model {D_MODEL}, d_head {D_HEAD}:", "",
+               "| T | attention.py s | listing s | speedup | peak MiB | fsum share |",
+               "|---|---|---|---|---|---|")
     rows = []
     for T in sizes:
         row = measure(T)
@@ -215,10 +178,8 @@ def run(sizes, cache_sizes, record):
         share = multiply_adds(T) / row["layer"] / rate
         report.say(f"| {T} | {row['layer']:.4f} | {row['listing']:.4f} | "
                    f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} | {share:.0%} |")
-    report.say()
-    report.say(f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
-               f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)")
-    report.say()
+    report.say("", f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
+               f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)", "")
     run_cache(report, cache_sizes)
     if record:
         report.record(RECORD_PATH)
@@ -227,13 +188,10 @@ def run(sizes, cache_sizes, record):
 
 def run_cache(report, sizes):
     report.say(f"the cache of keys and values: T positions one at a time, d_model {D_MODEL}, "
-               f"d_head {D_HEAD}, causal mask;")
-    report.say("cache = attention_step on each new position, recompute = attention_forward on "
-               "every prefix")
-    report.say()
-    report.say("| T | cache s | recompute s | speedup | cache multiply-adds | "
-               "recompute multiply-adds | count ratio |")
-    report.say("|---|---|---|---|---|---|---|")
+               f"d_head {D_HEAD}, causal mask;", "cache = attention_step on each new position, "
+               "recompute = attention_forward on every prefix", "",
+               "| T | cache s | recompute s | speedup | cache multiply-adds | "
+               "recompute multiply-adds | count ratio |", "|---|---|---|---|---|---|---|")
     rows = []
     for T in sizes:
         row = measure_cache(T)
@@ -242,8 +200,7 @@ def run_cache(report, sizes):
                    f"{row['recompute'] / row['cache']:.1f}× | {row['cache_count']:,} | "
                    f"{row['recompute_count']:,} | "
                    f"{row['recompute_count'] / row['cache_count']:.1f}× |")
-    report.say()
-    report.say("growth exponents (1 is linear in T, 2 quadratic, 3 cubic):")
+    report.say("", "growth exponents (1 is linear in T, 2 quadratic, 3 cubic):")
     for a, b in zip(rows, rows[1:]):
         report.say(f"from T={a['T']} to {b['T']}: cache {exponent(a, b, 'cache'):.2f} "
                    f"(count {exponent(a, b, 'cache_count'):.2f}), recompute "

@@ -1,24 +1,12 @@
 """How fast does bpe.train learn a tokenizer, and bpe encode a long word? A benchmark, not a test.
 
-    python3 bench_bpe.py                  seeded pseudo-English, 1 MB -> 512 and 5 MB -> 1024
-    python3 bench_bpe.py --corpus PATH    the text of a file, or of every .txt file under a folder
-                                          (sorted), lower-cased and filtered to the alphabet
-    python3 bench_bpe.py --quick          100 kB -> 300 only
-    python3 bench_bpe.py --record         also write the output to bench-bpe.txt
-    RAYON_NUM_THREADS=1 VENV/bin/python bench_bpe.py --rust ...
-                                          also time HuggingFace `tokenizers` (Rust) on one thread,
-                                          from a scratch virtual environment that has it; this
-                                          folder never needs it
+    python3 -m benchmarks.bench_bpe [--quick] [--record] [--corpus PATH] [--rust]
 
-For each size it times four trainers that learn the same vocabulary:
-  bpe.train          the fast trainer: one regex pass, distinct chunks, a heap of pair counts
-                     (the best of RUNS runs, as for the Rust trainer)
-  distinct recount   recounts every pair of every distinct chunk (times its frequency) before
-                     every merge: the obvious improvement on the plain trainer
-  bpe.train_plain    recounts every pair of the whole text before every merge (1 MB only: slow)
-  Rust (tokenizers)  BpeTrainer with the equivalent pre-tokenizer " ?[a-z]+|[^a-z]"
-and checks that they learn the same merges (the Rust trainer: the same vocabulary). Then it encodes
-a word of 1,000,000 letters, no space, with a 1500-token tokenizer trained on the same text.
+It times bpe.train (the best of RUNS), a recount of every distinct chunk before each merge,
+bpe.train_plain (1 MB only) and, with --rust, HuggingFace `tokenizers` on one thread (a scratch
+virtual environment's; this folder never needs it), checks that they learn the same merges, and
+encodes a word of 1,000,000 letters. --corpus takes a file or a folder of .txt files, lower-cased
+and filtered to the lesson's alphabet; the default is reference.corpus, 1 and 5 MB.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -52,8 +40,7 @@ def text_of(path):
 
 
 def train_distinct_recount(text, vocab_size):
-    """bpe.train_plain's loop over the distinct chunks, each counted with its frequency: the same
-    merges, and the obvious improvement on recounting the whole text."""
+    """bpe.train_plain's loop over the distinct chunks, each counted with its frequency."""
     alphabet = sorted(set(text))
     ids = {ch: i for i, ch in enumerate(alphabet)}
     chunk_freqs = word_counts(text)
@@ -62,9 +49,8 @@ def train_distinct_recount(text, vocab_size):
 
 
 def train_rust(text, vocab_size):
-    """HuggingFace tokenizers' BPE trainer with the equivalent pre-tokenizer, fed the text line by
-    line (its fastest exact way: a chunk never crosses a newline). Returns (seconds, the set of its
-    vocabulary's strings)."""
+    """(seconds, the set of its tokens) of HuggingFace tokenizers' BPE trainer, fed the text line
+    by line: its fastest exact way, as a chunk never crosses a newline."""
     from tokenizers import Regex, Tokenizer as RustTokenizer, models, pre_tokenizers, trainers
     tok = RustTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(RUST_PATTERN), behavior="isolated")
@@ -76,20 +62,13 @@ def train_rust(text, vocab_size):
 
 
 def best_of(runs, fn, *args):
-    """The fastest of a few runs, and the last result: this machine's timings vary from run to run,
-    and the best is the one least disturbed."""
+    """The fastest of runs runs of fn(*args), the least disturbed, and the last result."""
     times, result = [], None
     for _ in range(runs):
         start = time.perf_counter()
         result = fn(*args)
         times.append(time.perf_counter() - start)
     return min(times), result
-
-
-def timed(fn, *args):
-    start = time.perf_counter()
-    result = fn(*args)
-    return time.perf_counter() - start, result
 
 
 def main(argv=None):
@@ -127,17 +106,16 @@ def run(args, argv):
         if len(text) < size:
             raise ValueError(f"the corpus has {len(source):,} characters, fewer than {size:,}")
         fast_s, fast = best_of(RUNS, train, text, vocab_size)
-        distinct_s, distinct = timed(train_distinct_recount, text, vocab_size)
+        distinct_s, distinct = best_of(1, train_distinct_recount, text, vocab_size)
         if distinct != fast.merges:
             raise ValueError("bpe.train and the distinct recount learned different merges")
-        report.say()
-        report.say(f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} characters, "
-                   f"{len(fast.merges)} merges)")
-        report.say(f"bpe.train:                {fast_s:8.2f} s")
-        report.say(f"distinct recount:         {distinct_s:8.2f} s  "
+        report.say("", f"{size:,} characters to {vocab_size} tokens ({len(fast.alphabet)} "
+                   f"characters, {len(fast.merges)} merges)",
+                   f"bpe.train:                {fast_s:8.2f} s",
+                   f"distinct recount:         {distinct_s:8.2f} s  "
                    f"({distinct_s / fast_s:.1f}× slower)")
         if size <= 1_000_000:
-            plain_s, plain = timed(train_plain, text, vocab_size)
+            plain_s, plain = best_of(1, train_plain, text, vocab_size)
             if plain.merges != fast.merges:
                 raise ValueError("bpe.train and bpe.train_plain learned different merges")
             report.say(f"bpe.train_plain:          {plain_s:8.2f} s  "
@@ -151,11 +129,9 @@ def run(args, argv):
     if not args.quick:
         tok = train(source[:5_000_000], 1500)
         word = "".join(ch for ch in source if ch.isalpha())[:1_000_000]
-        encode_s, ids = timed(tok.encode, word)
-        report.say()
-        report.say(f"encode a word of {len(word):,} letters, no space, with {len(tok.vocab)} "
-                   f"tokens: "
-                   f"{encode_s:.2f} s ({len(ids):,} ids)")
+        encode_s, ids = best_of(1, tok.encode, word)
+        report.say("", f"encode a word of {len(word):,} letters, no space, with "
+                   f"{len(tok.vocab)} tokens: {encode_s:.2f} s ({len(ids):,} ids)")
     if args.record:
         report.record(RECORD_PATH)
     return 0

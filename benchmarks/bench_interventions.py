@@ -1,14 +1,8 @@
-"""How long the trained layer's questions take from the command line: --story, --block,
---ablate-value, --patch and --export of train_attention.py, each a fresh process answering from the
-recorded model. A benchmark script, not a test.
+"""How long the trained layer's questions take from the command line: train_attention.py's
+--story, --block, --ablate-value, --patch and --export, each a fresh process answering from the
+recorded model, 5 runs each (median and slowest). A benchmark script, not a test.
 
-    python3 -m benchmarks.bench_interventions            time each command 5 times
-    python3 -m benchmarks.bench_interventions --record   also write bench-interventions.txt
-                                                         (training/README.md quotes it)
-
-Each command runs as a learner runs it, `python3 train_attention.py …` in a process of its own
-(Python's start, the imports, reading trained-model.json and the answer): the wall time of each
-run, the median and the slowest of 5.
+    python3 -m benchmarks.bench_interventions [--record]   --record: also bench-interventions.txt
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -60,10 +54,8 @@ def main(argv=None):
 def run(record):
     report = Report()
     report.say(f"train_attention.py from the recorded model, wall seconds of a fresh process, "
-               f"{RUNS} runs each; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    report.say("")
-    report.say("| command | median s | slowest s |")
-    report.say("|---|---|---|")
+               f"{RUNS} runs each; Python {sys.version.split()[0]}, {os.cpu_count()} cores", "",
+               "| command | median s | slowest s |", "|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for name, args in commands(folder):
             times = [wall_seconds(args) for _ in range(RUNS)]

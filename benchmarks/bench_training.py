@@ -1,13 +1,7 @@
-"""How long the default training run takes, and what a step costs a token: `python3
-train_attention.py` in a fresh process, as a learner runs it. A benchmark script, not a test.
+"""How long the default training run takes in a fresh process, and what a step costs a token of
+story (its printed training time over every prompt's tokens). A benchmark script, not a test.
 
-    python3 -m benchmarks.bench_training            time the default run 3 times
-    python3 -m benchmarks.bench_training --record   also write bench-training.txt
-                                                    (benchmarks/README.md quotes it)
-
-Each run prints how long its training took ("seed 1: 3000 steps in 19.7 s"); divided by the
-tokens of the prompts it trained on (every step's story, as train_model draws them), that is the
-cost of one token of story in one step, forward and back and Adam's update.
+    python3 -m benchmarks.bench_training [--record]   --record: also write bench-training.txt
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -29,8 +23,7 @@ RUNS = 3
 
 
 def trained_tokens(seed=SEED, steps=STEPS):
-    """The tokens of every prompt the default run trains on, one story a step, drawn as
-    train_model draws them."""
+    """The tokens of every prompt the default run trains on, drawn as train_model draws them."""
     tokenizer = training_tokenizer()
     lengths = [len(tokenizer.encode(question(s))) for s in stories(seed)[0]]
     order = random.Random(seed + 1)
@@ -61,13 +54,10 @@ def run(record):
     wall, training = (statistics.median(part) for part in zip(*runs))
     report = Report()
     report.say(f"python3 train_attention.py, a fresh process, {RUNS} runs (medians); Python "
-               f"{sys.version.split()[0]}, {os.cpu_count()} cores")
-    report.say("")
-    report.say("| the whole run s | its training s | steps | tokens trained on | ms a token a "
-               "step |")
-    report.say("|---|---|---|---|---|")
-    report.say(f"| {wall:.1f} | {training:.1f} | {STEPS} | {tokens} | "
-               f"{1000 * training / tokens:.3f} |")
+               f"{sys.version.split()[0]}, {os.cpu_count()} cores", "",
+               "| the whole run s | its training s | steps | tokens trained on | ms a token a "
+               "step |", "|---|---|---|---|---|", f"| {wall:.1f} | {training:.1f} | {STEPS} | "
+               f"{tokens} | {1000 * training / tokens:.3f} |")
     if record:
         report.record(RECORD_PATH)
     return 0

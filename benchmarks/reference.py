@@ -1,19 +1,9 @@
-"""What the tests and the benchmarks share, and nothing a learner's run needs: the lesson's listing,
-written out as the lesson prints it, and a seeded corpus.
+"""What the tests and the benchmarks share, and nothing a learner's run needs.
 
-`listing(params, x, mask, d_out)` is the layer and its backward pass the way the lesson's own
-attention.py writes them (its outline, in its order): a matmul that checks the inner sizes and then
-takes one fsum per output cell over a generator of products, a softmax_row, the forward pass with
-the mask as one comprehension per mode, and a backward of six matmul lines. One thing is corrected:
-in the "zero" mode the future scores are constants, so they send no gradient to q and k (the
-listing's comment says masked entries get none, which is false in that mode). It computes every
-pair, even where the mask throws it away.
-
-attention.py must agree with it bit for bit: every sum is math.fsum, correctly rounded, so the
-order of summation changes nothing. test_properties.py checks that on random shapes;
-bench_attention.py times the two.
-
-`corpus(size, seed)` is seeded pseudo-English for the tokenizer's tests and benchmark.
+`listing(params, x, mask, d_out)`: the layer and its backward pass as the lesson's listing writes
+them, a generator of products inside each fsum, every pair computed; one thing corrected: the
+"zero" mode's future scores are constants and send no gradient. attention.py must agree with it
+bit for bit (test_properties.py). `corpus(size, seed)`: seeded pseudo-English for the tokenizer.
 """
 
 import math

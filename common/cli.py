@@ -105,15 +105,16 @@ def note(line):
 
 
 class Report:
-    """Lines printed as they come and kept, so that a benchmark can record its whole output at the
-    end."""
+    """A benchmark's lines, printed as they come and kept for --record."""
 
     def __init__(self):
         self.lines = []
 
-    def say(self, line=""):
-        show(line + "\n", flush=True)
-        self.lines.append(line)
+    def say(self, *lines):
+        """Print each of lines (one empty line when none is given), and keep it."""
+        for line in lines or ("",):
+            show(line + "\n", flush=True)
+            self.lines.append(line)
 
     def record(self, path):
         write_atomic(path, "\n".join(self.lines) + "\n")
