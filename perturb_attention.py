@@ -1,52 +1,22 @@
 """Lab 06: compute one tiny attention head exactly, then change one piece of it at a time.
 
-    python3 perturb_attention.py            where to start: the parts, the commands, the sheet;
-                                            no answer (predict before you run)
-    python3 perturb_attention.py --json     print the lab's trace, every answer, as JSON
-    python3 perturb_attention.py --write    rewrite perturb-trace.json
-    python3 perturb_attention.py --check    fail unless perturb-trace.json matches a fresh run
-    python3 perturb_attention.py --table --baseline [--bug B]    Part 1: the shapes, c, each
-                                            q_i·k_j, S (in ln 2), each row's softmax sum, A (also
-                                            as fractions), Z and z_i as its scaled values; a bug's
-                                            A as fractions with its sums
-    python3 perturb_attention.py --table    Part 2: the interventions to pick from, each with its
-                                            flags; with a change flag, its changed rows of S, A
-                                            and Z, before → after, and nothing else
-    python3 perturb_attention.py --svg FILE --baseline    each map with its Z beside it, as
-                                            heatmaps (or with a change flag: the change's maps)
-    python3 perturb_attention.py --table --all (or --svg FILE --all)   every part at once, for
-                                            after you have predicted them
-    python3 perturb_attention.py --html FILE    an explorer page to open in a browser (explorer.py)
-    python3 perturb_attention.py --export FILE  the head's weights (after the changes, if any) as
-                                            {tokens, attention} for CircuitsVis or bertviz
-    python3 perturb_attention.py --predict FILE [--submission S]    write a predictions sheet to
-                                            fill in by hand, or check it exactly; with S, write
-                                            the lab's submission.md (lab06/sheet.py, submission.py)
-    python3 perturb_attention.py --scaffold tiny_attention.py    a starter file for the lab
-    python3 perturb_attention.py --grade tiny_attention.py       check it (lab06/grader.py), on
-                                            the lab's head or on --head FILE with the changes below;
-                                            --report gradescope|junit FILE writes it for a course's
-                                            autograder; exit 0 all pass, 1 a FAIL, 2 a command line
-                                            it cannot use, 3 a fault of the grader's own
-    python3 perturb_attention.py [--head FILE] [--values ROWS] [--ablate-value J]
-        [--set-query I=a,b] [--scale-key J=c] [--block I,J] [--shift-values a,b]
-        [--offset-scores I=c] [--scale-scores I=c] [--set-weights I=a,b,c]
-        [--bug post-softmax|destinations]   Part 4: a head, an intervention and bugs of your own
+    python3 perturb_attention.py              where to start, and no answer: predict first
+    python3 perturb_attention.py --json | --write | --check    the lab's trace, perturb-trace.json
+    python3 perturb_attention.py --table --baseline [--bug B]  Part 1's tables (--svg FILE: maps)
+    python3 perturb_attention.py --table [CHANGE FLAGS]        Part 2: the menu, or what a change
+                                                               does to S, A and Z
+    python3 perturb_attention.py --table --all | --html FILE | --export FILE
+    python3 perturb_attention.py --predict FILE [--submission S]   a predictions sheet, checked
+    python3 perturb_attention.py --scaffold FILE | --grade FILE [--report FORMAT OUT]
+                                            Part 3; --grade exits 0 all pass, 1 a FAIL, 2 a
+                                            command line it cannot use, 3 a fault of its own
+    python3 perturb_attention.py [--head FILE] [--values ROWS] [CHANGE FLAGS] [--bug B]   Part 4
 
-The head: three positions of width 2, X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with
-c = √2·ln 2 (so every score is a multiple of ln 2 and every weight a ratio of powers of 2),
-WV = [[2, 0], [0, 4]], and a causal mask. Rows are positions; row indices in the JSON are 0-based,
-as the lab's spec fixes them, with labels counted from 1 beside them (z₃); positions in the flags,
-the views and the messages count from 1. One head, after projection only:
-no bias, dropout, normalization, residual or output projection.
-
-Each intervention starts from fresh copies of the projected Q, K, V and the mask and changes only
-what it names: a value (2.1), a query (2.2), one connection (2.3), a future key (2.4). The
-deliberately buggy procedure (softmax over every source, then zero the future without
-renormalizing) shows that a lower-triangular matrix of weights does not prove the computation was
-causal; with changes, it follows them. Every number goes through `attend`, the core the lesson's
-layer uses. A view shows a number as a fraction only where it lies within 1e-9 of one with a
-denominator of at most 100.
+The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every weight a ratio
+of powers of 2), WV = [[2, 0], [0, 4]], a causal mask; after projection only, no bias, dropout,
+normalization, residual or output projection. Each change starts from fresh copies of Q, K, V and
+the mask; every number goes through `attend`. Positions in flags, views and messages count from
+1; row indices in the JSON from 0, as the lab's spec fixes them.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -93,10 +63,8 @@ def _why(error, text=None):
 
 
 def _numbers(text):
-    """"1,-2,3/8" -> [1.0, -2.0, 0.375]: ASCII decimals (cli.decimal), or fractions of two
-    integers of at most 30 digits. Raises ValueError for anything else, and NotANumber, saying
-    why, for a zero denominator or a number that is not finite (1e400, beyond float range; nan;
-    inf) or that no float can hold but as 0 (1e-400)."""
+    """"1,-2,3/8" -> [1.0, -2.0, 0.375]: decimals as cli.decimal reads them, or fractions of two
+    integers. Raises ValueError, or NotANumber saying why (a zero denominator, 1e400, 1e-400)."""
     numbers = []
     for part in text.split(","):
         top, slash, bottom = part.strip().partition("/")
@@ -212,8 +180,7 @@ lab06/README.md says more; lab06/answers.md and --json hold every answer, for af
 
 
 def part_two_menu():
-    """--table with no change: the interventions to pick from, each with its command, and no
-    number of what it does."""
+    """--table with no change: the interventions to pick from, with their commands; no number."""
     lines = ["Part 2: predict each intervention first (which rows of A and of Z change, and the "
              "new z₃), then run it:"]
     for key, flags in PART_TWO.items():
@@ -226,16 +193,22 @@ def part_two_menu():
     return "\n".join(lines) + "\n"
 
 
+def _flags(changes):
+    """The change flags given, each once, sorted: for a message that says what to drop."""
+    return sorted({change.flag for change in changes or []})
+
+
 def _refuse_conflicts(parser, args):
     """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
     changes = args.changes or []
+    own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
     given = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
         "--html"] * (args.html is not None) + ["--export"] * (args.export is not None) + [
         f"--{name}" for name in ("head", "values", "bug") if getattr(args, name) is not None]
     if args.scaffold is not None:
         if args.grade is not None:
             parser.error("--scaffold and --grade are two steps: run one, then the other")
-        extras = given + sorted({change.flag for change in changes})
+        extras = given + _flags(changes)
         if extras:
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
@@ -250,21 +223,18 @@ def _refuse_conflicts(parser, args):
             parser.error("--baseline goes with --table, --svg or --export: Part 1's tables, "
                          "maps or weights alone")
         extras = [flag for flag in given if flag not in ("--table", "--svg", "--export", "--head",
-                                                         "--values", "--bug")]
-        extras += sorted({change.flag for change in changes})
+                                                         "--values", "--bug")] + _flags(changes)
         if extras:
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
-    elif not changes and args.grade is None and args.scaffold is None and not args.json:
-        if args.bug and args.head is None and args.values is None:
-            parser.error("--bug on the head before any change is Part 1's answer: add --baseline "
-                         "(or a change, to see what it does to the bug)")
+    elif not changes and args.grade is None and args.scaffold is None and not args.json and \
+            args.bug and not own:
+        parser.error("--bug on the head before any change is Part 1's answer: add --baseline "
+                     "(or a change, to see what it does to the bug)")
     if args.table and not args.baseline and not changes and args.grade is None and \
-            args.scaffold is None:
-        own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
-        if own:
-            parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
-                         f"change: add --baseline for the head's own tables, or a change")
+            args.scaffold is None and own:
+        parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
+                     f"change: add --baseline for the head's own tables, or a change")
     if args.report is not None and args.grade is None:
         parser.error("--report goes with --grade: it writes a grading's report for a course's "
                      "autograder")
@@ -273,11 +243,10 @@ def _refuse_conflicts(parser, args):
                      f"{args.report[0]!r}")
     if args.seed is not None and args.grade is None:
         parser.error("--seed goes with --grade: it draws a grading's fresh cases again")
-    own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
     if args.seed is not None and (own or changes):
         parser.error(f"--seed draws the lab's own checks' fresh cases, and a head or change of "
                      f"your own draws none; drop --seed or "
-                     f"{', '.join(own + sorted({change.flag for change in changes}))}")
+                     f"{', '.join(own + _flags(changes))}")
     if args.grade is not None:
         extras = views + ["--bug"] * bool(args.bug) + sorted(
             {change.flag for change in changes if change.stage != "inputs"})
@@ -287,9 +256,8 @@ def _refuse_conflicts(parser, args):
 
 
 def _check_views_fit(args, head):
-    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work:
-    a table or map that wide cannot be read, and the grader asks for no larger one. The JSON
-    takes the lab's own limit, lab06.MAX_HEAD_POSITIONS."""
+    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work;
+    the JSON takes lab06.MAX_HEAD_POSITIONS."""
     views = [flag for flag, given in (("--table", args.table), ("--svg", args.svg),
                                       ("--html", args.html), ("--grade", args.grade)) if given]
     T = len(head["X"])
@@ -353,7 +321,7 @@ def main(argv=None):
                                                         "bug", "html", "export"))
     if (args.write or args.check) and args.changes:
         parser.error(f"--write and --check work on the recorded file alone; drop "
-                     f"{', '.join(sorted({change.flag for change in args.changes}))}")
+                     f"{', '.join(_flags(args.changes))}")
     _refuse_conflicts(parser, args)
     _refuse_beside_predict(parser, args)
     if args.grade is not None:
@@ -369,7 +337,7 @@ def _refuse_beside_predict(parser, args):
     extras = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
               if name not in ("predict", "submission", "changes")
               and value != parser.get_default(name)]
-    extras += sorted({change.flag for change in args.changes or []})
+    extras += _flags(args.changes)
     if args.predict is not None and extras:
         parser.error(f"--predict writes or checks your sheet and takes only --submission; drop "
                      f"{', '.join(extras)}")
@@ -384,8 +352,7 @@ def _predict(args):
 
 
 def _head(args):
-    """The head the flags name: --head's (else the lab's), with --values' values, that fits the
-    views asked for."""
+    """The head the flags name (--head's, else the lab's, with --values), fitting the views."""
     head = lab06.read_head(args.head) if args.head is not None else HEAD
     if args.values is not None:
         try:
@@ -401,10 +368,8 @@ REPORTS = ("gradescope", "junit")       # --report's formats, report.py's functi
 
 
 def _grade(args):
-    """--grade: the report printed and, with --report, written for a course's autograder. The
-    exit status a script can trust: 0 when every check passes, 1 when any fails (a file that
-    loops, exits or crashes among them), 2 for a command line the grader cannot use, 3 when the
-    grader itself failed, which says nothing of the file."""
+    """--grade: the report printed (and written, with --report). Exit 0 when every check passes, 1
+    when any fails, 2 for a command line it cannot use, 3 when the grader itself failed."""
     from lab06 import grader, report          # here: only --grade needs the grader
     out, head = args.report and args.report[1], None
 
