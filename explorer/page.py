@@ -1,41 +1,15 @@
-"""An explorer: one HTML file in which a learner moves through a trace, number by number.
+"""The explorer: one HTML file in which a learner moves through a trace, number by number.
 
-    python3 trace_attention.py --html FILE      the lesson's sentence under the three mask modes
-    python3 perturb_attention.py --html FILE    Lab 06: the baseline, each intervention, the bug
+    lesson_page(params, x, tokens, sentence)          the lesson's page: the three mask modes
+    explored(maps, rows, cols, side, exact)           what a page embeds (Lab 06's lab_page too)
+    page_html(title, note, command, switch, data)     the page around it, with explorer.css/.js
+    fraction(value), ln2_multiple(score)              the small fraction a float stands for
 
-Both take their other inputs as well (--sentence and --tokenizer; --head, the intervention flags
-and --bug). Open the file by double-click: it needs no network and no other file.
-
-The page shows the weights (T, S) as a heatmap labelled by token, with every number printed, and
-mixed (T, d_head) beside it (the lab calls it Z). Buttons switch the map: the mask modes, or the
-lab's interventions and its post-softmax bug; the rows that differ from the first map are outlined
-and marked. Hovering a cell shows its arithmetic with the numbers substituted: the score as
-q_i·k_j × scale with each product, the weight as exp(s − max)/Σ, and what it adds to mixed;
-for the lab, the fractions its numbers stand for. A click locks the cell, a second click or
-Escape unlocks it; with the map focused (Tab, or a click), the arrow keys move the selection and
-Enter or Space locks or unlocks it. The state lives in the address's fragment,
-#mode=zero&row=1&col=2 with positions counted from 1, so a state can be linked, and the page opens
-in the state its fragment names.
-
-Every number is computed here, in Python, by the one attention core (attention_forward for the
-lesson, attend through lab06 for the lab), formatted here and embedded as JSON. The page's script
-only shows what it is given: no softmax, no product, no rounding in JavaScript. The page's
-style and script are explorer.css and explorer.js beside this file, read and written into the
-page whole.
-
-    lesson_page(params, x, tokens, sentence)   the lesson's page, as HTML text
-    fraction(value), ln2_multiple(score)       the small fraction a float stands for, if any
-
-These check what they are handed. Lab 06's lab_page (lab06/page.py) shares the writer:
-
-    explored(maps, rows, cols, side, exact)          what the page embeds, from maps
-    page_html(title, note, command, switch, data)    the page, around what explored returned
-
-These two are handed only what lab_page or lesson_page checked or built, and check nothing again;
-the rest, underscored, is the page writer's own.
-
-It leaves out the output projection (out = mixed·Wo), the backward pass and the edit of a later
-token: the trace, its tables and its figures show those.
+The page shows the weights (T, S) as a heatmap labelled by token, mixed (T, d_head) beside it,
+and each cell's arithmetic with the numbers substituted. Every number is computed and formatted
+here, by the one attention core, and embedded as JSON: the page's script computes nothing.
+explored and page_html are handed only what lab_page or lesson_page checked, and check nothing
+again. Left out: the output projection, the backward pass, the edit of a later token.
 """
 
 import html
@@ -283,7 +257,7 @@ def page_html(title, note, command, switch, data):
     body = "".join(
         f'<tr data-row="{i}"><th scope="row" class="row" data-row="{i}">{e(r)}</th>'
         + "".join(f'<td class="cell" data-row="{i}" data-col="{j}"></td>' for j in range(len(cols)))
-        + f'<td class="mark"></td>'
+        + '<td class="mark"></td>'
         + "".join(f'<td class="side" data-row="{i}" data-col="{c}"></td>' for c in range(width))
         + "</tr>" for i, r in enumerate(rows))
     # "<" inside the JSON would let a token such as "</script>" end the script element

@@ -1,25 +1,9 @@
-"""The cache of keys and values at work: a sequence one position at a time with
-attention_step, what a cache would get wrong without the causal mask, and what each way
-of generating costs in multiply-adds.
-
-    attention_step(params, x_t, kv)           the layer on one new position, with the cache kv
-    steps(params, x)                          attention_step on each row of x, from an empty cache
-    matches_full_pass(step, full, t)          True when a step is row t of a full pass, bit for bit
-    row_errors(step, full, t)                 how far a step is from row t of a full pass
-    what_a_cache_gets_wrong(params, x, mask)  the rows a cache gives that the full pass in mode mask
-                                              does not, and by how much
-    cache_multiply_adds(T, d_model, d_head)   multiply-adds of T positions with the cache
-    recompute_multiply_adds(T, d_model, d_head)   the same without it: the layer on every prefix
-    kv_trace(sentence, tokens, params, x)     what kv-cache-trace.json records
-
-A model that generates text makes one position at a time: position t's output is needed before
-token t + 1 exists. Without a cache each step runs the layer on the whole prefix again; with it,
-each step projects only the new row and reads the keys and values already made. Why only causal:
-the cache can only give row t as it stands when position t arrives. With the causal mask that is
-row t for good; with no mask, or with the zero-score bug, later positions change row t, so every
-row a cache gave would have to be computed again.
-
-The library that step_attention.py, bench_attention.py and the tests share; it prints nothing.
+"""The cache of keys and values: the layer one position at a time (attention_step), what a cache
+gets wrong without the causal mask (what_a_cache_gets_wrong), what each way of generating costs in
+multiply-adds (cache_multiply_adds, recompute_multiply_adds) and what kv-cache-trace.json records
+(kv_trace). With the causal mask row t is final when position t arrives; with no mask or the
+zero-score bug a later position changes it, so a cache would have to compute it again. Prints
+nothing.
 """
 
 from math import fsum
@@ -33,16 +17,11 @@ DIGITS = 4          # kv-cache-trace.json rounds as attention-trace.json does
 
 
 def attention_step(params, x_t, kv):
-    """Run the layer on one new position t: x_t is its input row (d_model numbers), kv the cache
+    """Run the layer on one new position t: x_t its input row (d_model numbers), kv the cache
     {"k": [...], "v": [...]} of the positions before it, {"k": [], "v": []} at the start. Appends
     this position's key and value to kv and returns its row of every intermediate: q, k, v and
-    mixed (d_head each); scores and weights (t + 1 each: positions 0…t); out (d_model).
-
-    x_t goes through the layer's lines as a one-row x, so q, k, v, scores, weights, mixed and out
-    are one-row matrices here, and the step returns their row. Row t of the causal mask allows
-    positions 0…t and nothing later, and the cache holds exactly those, so no earlier row ever
-    changes and none is recomputed. Each number is `==` to row t of attention_forward on x[:t + 1],
-    or on the whole x (whose row t has 0.0 after t): the same fsum products, in the same order.
+    mixed (d_head each); scores and weights (t + 1 each: positions 0…t); out (d_model). Each
+    number is `==` to row t of attention_forward: the same fsum products, in the same order.
 
     >>> from attention import init_attention
     >>> params = init_attention(d_model=4, d_head=2, seed=11)
@@ -54,10 +33,9 @@ def attention_step(params, x_t, kv):
     >>> len(kv["k"]), len(kv["v"])
     (2, 2)
 
-    Each step seals kv (kv["seal"]). Raises ValueError for an x_t of the wrong width or with a
-    non-finite number, misfitting params, a kv that this function did not build for these params
-    or that was changed since, or a result too large for floats (kv is then as it was); TypeError
-    for a value of the wrong kind.
+    Each step seals kv (kv["seal"]). Raises ValueError for a bad x_t or params, a kv this function
+    did not build for these params or that was changed since, or a result too large for floats
+    (kv is then as it was); TypeError for a value of the wrong kind.
     """
     _check_step(params, x_t, kv)
     t = len(kv["k"])                  # this position: kv holds the keys and values of 0…t-1
@@ -68,7 +46,7 @@ def attention_step(params, x_t, kv):
     out = unchecked.matmul(row["mixed"], Wo)
     kv["k"].append(k[0])              # only now: a step that raises leaves kv as it was
     kv["v"].append(v[0])
-    _seal_kv(kv, params)
+    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]}, params)   # what the next door checks
     return {"q": q[0], "k": k[0], "v": v[0], "scores": row["scores"][0],
             "weights": row["weights"][0], "mixed": row["mixed"][0], "out": out[0]}
 
@@ -82,9 +60,7 @@ def steps(params, x):
 
 def matches_full_pass(step, full, t):
     """True when step, attention_step's result at position t, is row t of full (attention_forward's
-    result on a sequence that t is a position of), compared with ==: the same q, k, v, mixed and
-    out, the same scores and weights on positions 0…t, and after t only −∞ scores and weights
-    of exactly 0.0."""
+    result), compared with ==; after t full may hold only −∞ scores and weights of exactly 0.0."""
     _check_row(step, full, t)
     later = len(full["weights"][t]) - (t + 1)
     return (all(step[name] == full[name][t] for name in ("q", "k", "v", "mixed", "out"))
@@ -117,10 +93,8 @@ def _check_row(step, full, t):
 
 
 def what_a_cache_gets_wrong(params, x, mask):
-    """Compare the rows a cache gives (row t as position t arrives, when 0…t are all there is)
-    with the rows of the full pass on x (T, d_model) in mode mask. Returns a dict:
-    rows_a_cache_gets_wrong (the t where any intermediate differs), and per row
-    weight_on_unseen_tokens and largest_out_difference (see row_errors)."""
+    """The rows a cache gives for x (T, d_model) against the full pass in mode mask:
+    rows_a_cache_gets_wrong, and per row weight_on_unseen_tokens and largest_out_difference."""
     full = attention_forward(params, x, mask)
     given = steps(params, x)
     errors = [row_errors(step, full, t) for t, step in enumerate(given)]
@@ -131,9 +105,8 @@ def what_a_cache_gets_wrong(params, x, mask):
 
 
 def cache_multiply_adds(T, d_model, d_head):
-    """The multiply-adds of T positions one at a time with the cache. Position t (0-based): q, k, v
-    of the new row cost 3·d_model·d_head, its t + 1 scores and the mixture d_head each, out
-    d_head·d_model. Summed over t: 4·T·d_model·d_head + d_head·T·(T + 1), quadratic in T.
+    """The multiply-adds of T positions one at a time with the cache: position t's q, k, v and
+    out cost 4·d_model·d_head, its t + 1 scores and mixture d_head each; quadratic in T.
 
     >>> cache_multiply_adds(T=2, d_model=4, d_head=2)
     76
@@ -144,9 +117,7 @@ def cache_multiply_adds(T, d_model, d_head):
 
 def recompute_multiply_adds(T, d_model, d_head):
     """The multiply-adds of T positions one at a time without a cache: attention_forward on each
-    prefix of n = 1…T rows, each 4·n·d_model·d_head for the projections and 2·n²·d_head for
-    the (n, n) scores and the mixture (every pair computed, the masked ones too). Summed over n:
-    2·d_model·d_head·T·(T + 1) + d_head·T·(T + 1)·(2T + 1)/3, cubic in T.
+    prefix of n rows, 4·n·d_model·d_head and 2·n²·d_head (every pair, masked too); cubic in T.
 
     >>> recompute_multiply_adds(T=2, d_model=4, d_head=2)
     116
@@ -156,9 +127,8 @@ def recompute_multiply_adds(T, d_model, d_head):
 
 
 def kv_trace(sentence, tokens, params, x):
-    """What kv-cache-trace.json records for a sentence, its tokens and the lesson's params and x:
-    each step's weights (rounded) and whether it equals the full pass, then, for each mask mode,
-    what a cache gets wrong."""
+    """What kv-cache-trace.json records: each step's weights and whether it equals the full pass,
+    and for each mask mode what a cache gets wrong."""
     full = attention_forward(params, x)
     return {
         "sentence": sentence,
@@ -177,9 +147,8 @@ _FRESH_KV = "{'k': [], 'v': []}"
 
 
 def _check_step(params, x_t, kv):
-    """attention_step's door: kv {'k': [], 'v': []} or as attention_step left it, params that fit
-    (checked in full at the first step, then compared with the seal's fingerprint), and x_t one
-    input row of d_model finite numbers: what kv holds is compared with its seal, not checked."""
+    """attention_step's door: kv empty or as the last step left it (its seal compared, its rows not
+    checked), params that fit, x_t one input row of d_model finite numbers."""
     _check_kv(kv, params)
     checks.check_positions(len(kv["k"]) + 1)
     d_model = len(params["Wq"])
@@ -225,8 +194,3 @@ def _check_kv(kv, params):
         raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
                          f"added or removed since; start again from {_FRESH_KV}")
 
-
-def _seal_kv(kv, params):
-    """Seal kv after a step appended its row to k and v: fingerprints of its rows and of params,
-    which the next step's door compares with what it is given."""
-    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]}, params)
