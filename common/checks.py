@@ -1,25 +1,11 @@
 """The checks at the doors of attention.py, and what the labs' doors share: a number, a size, a
-matrix, a seal.
+matrix, a seal. Nothing here computes; common/README.md tables the messages.
 
-attention.py holds the mathematics and reads like the lesson; everything here only checks. It
-raises TypeError for a value of the wrong kind and ValueError for a wrong shape, size or number,
-with a message that names what was expected and what came ("each input row must have 4 numbers,
-got 3 in row 1": a row or score named in words counts from 1, an index such as x[0][1] from 0).
-
-A number is a plain float or int, its type exactly one of those: a subclass (numpy's float64 is
-one) can redefine `*` or `<` and lie to every check, so it is refused with a TypeError that says
-to convert it with float(); a bool is refused too. A size is checked against its limit before
-anything of that size is made: MAX_POSITIONS positions for a sequence (the layer's (T, T) maps),
-MAX_ENTRIES entries for what one call makes in all (matmul's product, init_attention's four
-matrices together). A message shows an int that came by said(): one too long to print whole by its
-size, "an int of 16610 bits"; a seed is an int (check_seed), a function argument callable.
-
-The numbers are checked where they come in: attention_forward's params and x, a backward pass's
-gradient, and what a learner hands the public helpers (matmul, add, transpose, softmax_row): in
-passes of C, an entry read one by one only to name the one that is wrong. A sum past float range
-is seen in what comes out (±inf, or fsum's own error), and then named: matmul_overflow. A cache
-carries a seal, fingerprints of its entries and of the params and x it was made from, so that a
-backward pass refuses a cache from another call or one edited since.
+TypeError for a value of the wrong kind, ValueError for a wrong shape, size or number, each
+naming what was expected and what came. A number is a plain float or int (a subclass could
+redefine `*`; a bool is refused); a size is checked against MAX_POSITIONS and MAX_ENTRIES before
+anything of that size is made. A cache carries a Seal, fingerprints of its entries and of the
+params and x it was made from, so that a backward pass refuses one from another call.
 """
 
 import functools
@@ -30,21 +16,13 @@ from itertools import chain
 
 PLAIN_NUMBERS = {float, int}
 
-MAX_ENTRIES = 2 ** 22      # the most entries one call makes in all: 4,194,304 floats, about
-                           # 130 MB as Python lists and seconds of work, not minutes
-MAX_POSITIONS = 1024       # the longest sequence: the layer's four (T, T) maps (raw_scores,
-                           # scores, weights, the mask) then hold MAX_ENTRIES, and a forward pass
-                           # answers in seconds (at 4096 it took most of a minute); the KV-cache
-                           # benchmark goes to 512
+MAX_ENTRIES = 2 ** 22      # the most entries one call makes in all: about 130 MB as lists
+MAX_POSITIONS = 1024       # the longest sequence: the layer's four (T, T) maps hold MAX_ENTRIES
 
 
 def check_matrix(name, m, cols=None, label=None):
-    """Return (rows, cols) of a non-empty rectangular list of lists of finite numbers, or raise.
-
-    `cols` is the width the caller expects; `label` names the rows in the width message ("each input
-    row must have 4 numbers, got 3 in row 2"). Raises TypeError for a value of the wrong kind and
-    ValueError for an empty, ragged or non-finite matrix.
-    """
+    """(rows, cols) of a non-empty rectangular list of lists of finite numbers, cols wide when
+    given; label names the rows in the width message. Raises TypeError or ValueError."""
     if plain_matrix(m, cols):
         return len(m), len(m[0])
     if type(m) is not list:
@@ -89,9 +67,8 @@ class NotANumber(ValueError):
 
 
 def float_of(text):
-    """The float a decimal text (ASCII, already matched: a flag's, or a JSON file's number) stands
-    for. Raises NotANumber, saying why, for one beyond float range (1e400) and one that is not 0
-    but that a float can hold only as 0 (1e-400): float() would give inf, or 0.0 without a word.
+    """The float a decimal text (already matched) stands for. Raises NotANumber for one beyond
+    float range (1e400) or one not 0 that a float holds only as 0 (1e-400).
 
     >>> float_of("2.5e-3")
     0.0025
@@ -106,9 +83,8 @@ def float_of(text):
 
 
 def int_of(text):
-    """The int a JSON file's integer text stands for, at most 309 digits: one of more is beyond
-    float range and any size or id here, and int() refuses one of more than 4300 digits in
-    Python's words (sys.set_int_max_str_digits), not the file's. Raises NotANumber.
+    """The int a JSON file's integer text stands for, at most 309 digits (beyond: past float range,
+    and int() refuses 4300 in Python's words, not the file's). Raises NotANumber.
 
     >>> int_of("-12")
     -12
@@ -122,8 +98,7 @@ def int_of(text):
 
 def said(value):
     """How a message shows a value that came: its repr, cut to 60 characters; an int of more than
-    40 digits by its size ("an int of 16610 bits"), since Python will not print one of more than
-    4300 digits and a message has no room for one of 41.
+    40 digits by its size.
 
     >>> said(10 ** 5000), said(3), said("abc")
     ('an int of 16610 bits', '3', "'abc'")
@@ -145,8 +120,7 @@ def kind(value):
 
 
 def check_index(name, value, size, what="an index"):
-    """Raise unless value is an int 0 to size − 1 (not a bool): an index into size things, where
-    Python's own would take −1 for the last one and say nothing.
+    """Raise unless value is an int 0 to size − 1 (not a bool): Python's own would take −1.
 
     >>> check_index("answer", 3, 3, "a token id")
     Traceback (most recent call last):
@@ -167,8 +141,7 @@ def check_positions(T):
 
 
 def check_entries(name, rows, cols, count=1):
-    """Raise unless count (rows, cols) matrices to be made hold at most MAX_ENTRIES entries in
-    all: a bound on what one call makes, checked before it makes any of them."""
+    """Raise unless count (rows, cols) matrices, before any is made, hold MAX_ENTRIES in all."""
     if count * rows * cols > MAX_ENTRIES:
         size = f"({said(rows)}, {said(cols)})"
         raise ValueError(f"{name} would be {f'{count} × ' if count > 1 else ''}{size}, "
@@ -177,8 +150,8 @@ def check_entries(name, rows, cols, count=1):
 
 
 def plain_matrix(m, cols):
-    """The common case, settled in one pass: a non-empty list of equal rows of finite floats (and
-    small ints). Anything else goes through check_matrix's checks one by one, for the message."""
+    """True for the common case, a non-empty list of equal rows of finite numbers, in one pass;
+    anything else goes through check_matrix, for the message."""
     if type(m) is not list or not m or set(map(type, m)) != {list}:
         return False
     widths = set(map(len, m))
@@ -188,8 +161,7 @@ def plain_matrix(m, cols):
 
 
 def _plain_numbers(rows):
-    """True when every entry of rows is a finite float or an int a float can hold, in two passes
-    of C."""
+    """True when every entry of rows is a finite float or an int a float can hold."""
     values = list(chain.from_iterable(rows))
     if not set(map(type, values)) <= PLAIN_NUMBERS:
         return False
@@ -210,9 +182,8 @@ def check_rows(name, a):
 
 
 def check_transpose(a):
-    """transpose's door: a list of rows of one length (or no rows), within MAX_ENTRIES, of plain
-    numbers, or of bools throughout (a mask); a bool among numbers, a list, a list that holds
-    itself is refused. It computes nothing, so −∞ (a masked score) and any float may stand."""
+    """transpose's door: rows of one length, within MAX_ENTRIES, of plain numbers (−∞ too) or of
+    bools throughout (a mask)."""
     check_rows("transpose", a)
     check_entries("transpose's result", len(a), len(a[0]) if a else 0)
     types = set(map(type, chain.from_iterable(a)))
@@ -229,9 +200,7 @@ def check_transpose(a):
 
 
 def check_matmul(a, b):
-    """matmul's door: a is (n, m) and b is (m, p) of finite numbers, every row its full length, the
-    product within MAX_ENTRIES. Raises TypeError for sides that are not lists of rows, ValueError
-    naming both shapes (an empty side too), or the entry."""
+    """matmul's door: a (n, m) and b (m, p) of finite numbers, the product within MAX_ENTRIES."""
     for name, m in (("left", a), ("right", b)):
         if type(m) is not list or not set(map(type, m)) <= {list}:
             raise TypeError(f"matmul needs (n, m)·(m, p), got {shape_text(a)}·{shape_text(b)}: "
@@ -256,8 +225,7 @@ def check_add(matrices):
 
 
 def _check_numbers(name, m):
-    """Raise unless every entry of the rows m is a finite number, naming the first that is not:
-    two passes of C when all are, and only then a look at each."""
+    """Raise unless every entry of the rows m is a finite number, naming the first that is not."""
     if not _plain_numbers(m):
         for i, row in enumerate(m):
             for j, value in enumerate(row):
@@ -286,8 +254,7 @@ def check_scores_row(row):
 
 
 def shape_text(a):
-    """How a message shows what came: (2, 3) for a matrix, (2, 3/4) for a ragged one, else its
-    type."""
+    """How a message shows what came: (2, 3), (2, 3/4) for a ragged one, else its type."""
     if type(a) is not list:
         return type(a).__name__
     widths = sorted({len(row) for row in a}) if all(type(r) is list for r in a) else ["?"]
@@ -302,8 +269,7 @@ def finite(m):
 
 
 def matmul_overflow(a, b):
-    """The ValueError for a product a·b of finite numbers that came out beyond float range: its
-    shapes and the largest entries of each side. It keeps the product's sides as .product."""
+    """The ValueError for a product a·b that came out beyond float range, its sides as .product."""
     largest = [_largest(m) for m in (a, b)]
     products = f"{len(b)} product{'s' * (len(b) > 1)}"
     error = ValueError(f"matmul {shape_text(a)}·{shape_text(b)} could overflow: a sum of "
@@ -315,8 +281,7 @@ def matmul_overflow(a, b):
 
 def named_by_the_first_product(forward):
     """attention_forward, whose overflow is named by x·Wq, x·Wk or x·Wv when a sum of theirs could
-    pass float range (d_model · max|x| · max|W| beyond it), although it came out finite and a later
-    product did not: the numbers are too large from there on."""
+    pass float range, although a later product was the one that did."""
     @functools.wraps(forward)
     def named(params, x, mask="causal"):
         try:
@@ -332,7 +297,7 @@ def named_by_the_first_product(forward):
 
 
 def add_overflow(matrices):
-    """The error for a sum of matrices of finite numbers that came out beyond float range."""
+    """The error for a sum of matrices that came out beyond float range."""
     largest = max(map(_largest, matrices))
     return ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
                       f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
@@ -360,8 +325,7 @@ def check_length(T):
 
 
 def check_made(name, count=1, **sizes):
-    """Raise unless the two sizes (rows, cols) of the count matrices name, to be made, are ints of
-    at least 1 and count · rows · cols within MAX_ENTRIES."""
+    """Raise unless the sizes (rows, cols) are ints of at least 1, count of them in MAX_ENTRIES."""
     check_sizes(**sizes)
     check_entries(name, *sizes.values(), count=count)
 
@@ -373,16 +337,14 @@ def check_callable(name, value, optional=False):
 
 
 def check_seed(seed):
-    """Raise unless seed is an int (not a bool): random.Random takes a float, a str or None too,
-    but the lesson's weights are drawn from an int, and None would draw other weights every run."""
+    """Raise unless seed is an int (not a bool): None would draw other weights every run."""
     if type(seed) is not int:
         raise TypeError(f"seed must be an int, got {kind(seed)}: the lesson's weights are "
                         f"drawn from int seeds")
 
 
 def check_params(params):
-    """Return (d_model, d_head) of a params dict, or raise naming the missing or misfitting
-    matrix."""
+    """(d_model, d_head) of a params dict, or raise naming the missing or misfitting matrix."""
     if type(params) is not dict:    # a subclass could hand the check one matrix, the layer another
         raise TypeError(f"params must be a dict with Wq, Wk, Wv and Wo, "
                         f"got {type(params).__name__}")
@@ -421,9 +383,8 @@ def check_forward(params, x, mask, modes):
 
 
 def _plain_layer(params, x):
-    """The common case of a layer's input, settled in one pass: params a dict of Wq, Wk, Wv
-    (d_model, d_head) and Wo (d_head, d_model), x rows of d_model, every entry a finite float or
-    small int. Anything else goes through the checks one by one, for the message."""
+    """True for the common case in one pass: Wq, Wk, Wv (d_model, d_head), Wo (d_head, d_model)
+    and x (T, d_model) of finite numbers; anything else goes through the checks, for the message."""
     if type(params) is not dict or type(x) is not list or not x:
         return False
     matrices = weights_of(params) + [x]
@@ -445,9 +406,8 @@ LAYER_KEYS = ("q", "k", "v", "scale", "raw_scores", "scores", "weights", "mixed"
 
 
 def fingerprint(*values):
-    """A hash of values (matrices, numbers, words) that changes when any number in them does: of
-    the bytes marshal writes for them, a float's 8 bytes exactly (Python's hash of a number would
-    not do: hash(-1.0) == hash(-2.0)), in one pass of C."""
+    """A hash of values that changes when any number in them does: of marshal's bytes, a float's 8
+    exactly (hash(-1.0) == hash(-2.0) would not do)."""
     try:
         return hash(marshal.dumps(values, 2))
     except ValueError:                  # a float subclass, a list that holds itself: not what a
@@ -460,9 +420,8 @@ def weights_of(params):
 
 
 class Seal:
-    """Fingerprints of what a call made (a dict) and, for a layer or a step of one, of the
-    params (and x) it was made from, kept in what it returns: the call that takes it back compares
-    them with what it is handed. Not for reading."""
+    """Fingerprints of what a call made (a dict) and of the params (and x) it was made from, which
+    the call that takes it back compares with what it is handed."""
 
     def __init__(self, made, params=None, x=None):
         self.keys = tuple(made)
@@ -479,8 +438,7 @@ class Seal:
 
 
 def sealed(cache, params=None, x=None):
-    """The cache of a forward pass, sealed: "seal" keeps the fingerprints of its entries and, for
-    the layer, of the params and x it was made from."""
+    """The cache of a forward pass with its "seal"."""
     return {**cache, "seal": Seal(cache, params, x)}
 
 
@@ -501,10 +459,8 @@ def check_sealed(cache, keys, made_by, advice):
 
 
 def check_backward(params, x, cache, d_out, advice):
-    """attention_backward's door: params and x as for the forward, the cache attention_forward
-    returned for exactly these params and x and unchanged since (advice ends the message of a
-    changed one), d_out of out's shape. params and x that the seal knows were checked by the
-    forward pass, and are not checked again."""
+    """attention_backward's door: the unchanged cache attention_forward returned for these params
+    and x (checked again only when the seal does not know them), d_out of out's shape."""
     seal = cache.get("seal") if type(cache) is dict else None
     made_from = type(params) is dict and (fingerprint(*weights_of(params)), fingerprint(x))
     if not isinstance(seal, Seal) or made_from != (seal.params, seal.x):

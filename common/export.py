@@ -1,14 +1,5 @@
-"""Attention maps exported for the viewers learners meet next (CircuitsVis, bertviz): one JSON file.
-
-    attention_export(tokens, attention)   {"tokens": [...], "attention": [layer][head][dest][src]}
-    export_text(tokens, attention)        the same as JSON text, for --export FILE
-
-tokens are the T token strings as the tokenizer gives them (" has", with its space); attention
-holds, for each layer and each head, a (T, T) matrix: row i the weights destination i puts on
-every source j. Every door here has one layer and one head, so its export is
-attention[1][1][T][T]; a future position's weight is written as the 0.0 the layer computed. The
-numbers are the layer's floats, unrounded. Neither viewer is needed here: the file is plain JSON
-(explorer/README.md shows the three lines that open it in each).
+"""Attention maps for CircuitsVis and bertviz: {"tokens": [T strings], "attention": [layer][head]
+(T, T)}, row i the weights of destination i, unrounded. Every door here has one layer and one head.
 """
 
 import math
@@ -17,9 +8,8 @@ from common.golden import to_json
 
 
 def attention_export(tokens, attention):
-    """{"tokens", "attention"} for the viewers. Raises TypeError unless tokens is a list of str
-    and attention a list (layers) of lists (heads) of matrices of numbers, and ValueError unless
-    every matrix is (T, T) for the T tokens and every weight finite."""
+    """{"tokens", "attention"} for the viewers. Raises TypeError or ValueError unless every head of
+    every layer is a (T, T) matrix of finite weights for the T tokens."""
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         raise TypeError(f"tokens must be a list of token strings, got {tokens!r:.60}")
     T = len(tokens)

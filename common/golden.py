@@ -1,14 +1,5 @@
-"""Golden files: the recorded traces a program writes with --write and checks with --check.
-
-    to_json(obj)                      the one JSON layout of every recorded file
-    rounded(value, digits)            numbers rounded for JSON, −∞ written as null
-    changed_rows(a, b)                which rows of two runs differ at all (both labs record it)
-    write_or_check(text, path, ...)   a trace's --write, --check (naming the first differing line),
-                                      or printing
-
-A golden file is never typed by hand: attention-trace.json, perturb-trace.json, tokenizer.json,
-training-run.json and kv-cache-trace.json are each written by their program and compared with a
-fresh run by its --check.
+"""Golden files: what a program writes with --write and checks with --check (to_json, rounded,
+write_or_check), and changed_rows, which both labs record. Never typed by hand.
 """
 
 import json
@@ -20,9 +11,8 @@ from common.safe_io import read_text, write_atomic
 
 
 def to_json(obj):
-    """The one JSON layout of every recorded file: indent 2, UTF-8 text as is, a final newline.
-    Raises ValueError for a NaN or an infinity, which JSON cannot hold (rounded writes −∞ as
-    null)."""
+    """The JSON layout of every recorded file: indent 2, UTF-8 as is, a final newline. Raises
+    ValueError for a NaN or an infinity."""
     return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -48,8 +38,7 @@ def rounded(value, digits):
 
 
 def changed_rows(a, b):
-    """Indices of the rows that differ at all: any changed value counts (−0.0 and 0.0 are one
-    value), and so does a row only one side has. Both labs use it.
+    """Indices of the rows that differ at all (−0.0 and 0.0 are one value), or only one side has.
 
     >>> changed_rows([[1.0], [2.0]], [[1.0], [2.5], [3.0]])
     [1, 2]
@@ -58,11 +47,8 @@ def changed_rows(a, b):
 
 
 def write_or_check(text, path, write, check):
-    """The --write / --check / print behaviour of a trace command line. Returns the exit status.
-
-    --check compares the file's text with text and names the first line that differs; its line
-    endings do not count (read_text reads a Windows clone's "\r\n" as "\n").
-    """
+    """--write, --check (naming the first line that differs; line endings do not count) or print
+    text. Returns the exit status."""
     name = os.path.basename(path)
     if write:
         write_atomic(path, text)

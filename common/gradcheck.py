@@ -1,13 +1,7 @@
-"""Checking a hand-written backward pass: central differences, and the largest gap between two sets
-of gradients. The lesson's gradient check (trace_attention.py) and the training's whole-model check
-use it.
-
-    central_differences(f, matrix)   (f(m + eps) − f(m − eps)) / 2·eps for every entry m
-    max_err(a, b)                         the largest |a − b| over two gradient dicts
-
-With eps = 1e-6 on a loss of size about 1, the truncation error is O(eps²) ≈ 1e-12 and the rounding
-error about 1e-16 / eps ≈ 1e-10: a correct gradient agrees to well within 1e-8, and a wrong one (a
-dropped path, a missing 1/√d) misses by far more.
+"""Checking a hand-written backward pass: central_differences(f, matrix), the slope of f for
+every entry, and max_err(a, b), the largest gap between two dicts of gradients. With eps = 1e-6
+on a loss of size about 1, truncation (eps² ≈ 1e-12) and rounding (1e-16 / eps ≈ 1e-10) leave a
+correct gradient well within 1e-8, and a wrong one far outside.
 """
 
 
@@ -22,15 +16,14 @@ RESOLVED = 1e-10   # eps must be at least this much of an entry's size, or m ± 
 
 
 def central_differences(f, matrix, eps=EPS):
-    """(f() with m + eps − f() with m − eps) / 2·eps for every entry m of matrix, changed in place
-    and restored after, even when f raises. Returns a matrix of matrix's shape.
+    """(f() with m + eps − f() with m − eps) / 2·eps for every entry m of matrix (changed in place,
+    then restored), a matrix of matrix's shape.
 
     >>> central_differences(lambda: w[0][0] ** 2, w := [[3.0]])  # d(w²)/dw = 2w = 6
     [[6.000000000838668]]
 
-    Raises ValueError for an eps outside MIN_EPS…MAX_EPS or too small for an entry (below
-    |entry|·RESOLVED), a matrix whose rows are one list repeated (a change to one would change
-    them all), or an f that gives no finite float or int (True is no loss).
+    Raises ValueError for an eps outside MIN_EPS…MAX_EPS or below |entry|·RESOLVED, rows that
+    repeat one list, or an f that gives no finite number.
     """
     check_callable("f", f)
     if type(eps) not in (float, int) or not MIN_EPS <= eps <= MAX_EPS:
@@ -81,8 +74,7 @@ def _holds(y):
 
 def max_err(a, b):
     """The largest absolute difference between two dicts of gradient matrices. Raises ValueError
-    when their names or shapes differ (a gap over the shorter of two lists would hide a missing
-    gradient) or a gap is not finite (max would pass a NaN over).
+    when their names or shapes differ or a gap is not finite.
 
     >>> max_err({"W": [[1.0, 2.0]]}, {"W": [[1.0, 2.5]]})
     0.5

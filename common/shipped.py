@@ -1,12 +1,9 @@
 """The list of the project's own files, common/project-files.txt: what a download (which has no
-git) knows of itself. Everything else in the folder is the learner's: their tiny_attention.py,
-scratch files, venv/, outputs.
+git) knows of itself. Everything else in the folder is the learner's.
 
     python3 -m common.shipped --write    in a git checkout: write the list from `git ls-files`
-    python3 -m common.shipped --check    in a git checkout: that the list is `git ls-files`;
-                                         elsewhere: that every file it lists is there
-
-The list is never typed by hand: after adding or removing a file, `git add` it and run --write.
+    python3 -m common.shipped --check    that the list is `git ls-files` (or, without git,
+                                         that every file it lists is there)
 """
 
 import argparse
@@ -20,8 +17,7 @@ from common.safe_io import HERE, PROJECT_FILES, project_files
 
 
 def tracked(root=HERE):
-    """What `git ls-files` lists in root, and the list itself, one path a line with "/" between
-    folders; None where root is no git checkout of its own or git cannot say."""
+    """The list as `git ls-files` gives it for root, one path a line; None without git."""
     if not os.path.isdir(os.path.join(root, ".git")):
         return None
     try:

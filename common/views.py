@@ -1,21 +1,13 @@
 """Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps.
 
-A map is a panel: a title, row labels (the token whose output is computed), column labels (the
-tokens it may attend to), a (T, S) matrix of weights, which cells to hatch (True where the mask
-blocks the pair: the opposite of `allowed`), which were zeroed after the softmax, an optional side
-matrix such as the output Z, and which rows to highlight.
+    svg = heatmaps_svg([panel(...), ...])   panels in rows of about 900 px; masked cells hatched
+    text_table(rows, cols, matrix)          columns aligned, −∞ written as −∞
+    token_labels(tokens)                    a label a token, a repeated one with its place: ␣cat@5
+    positions_text([4, 5])                  "positions 5 and 6"
 
-    svg = heatmaps_svg([panel, ...])      one SVG, panels in rows of about 900 px, self-contained
-    text_table(rows, cols, matrix)        a table whose columns line up, −∞ written as −∞
-    token_labels(tokens)                  a label a token, a repeated one with its place: ␣cat@5
-    positions_text([4, 5])                "positions 5 and 6": a trace's indices, counted from 1
-
-What these show counts positions from 1, as a person does; what they take (a highlighted row, a
-mark's row) is a trace's index, from 0.
-
-Masked cells are hatched grey, so a blocked pair never looks like a small weight; weights zeroed
-after the softmax are dotted orange. Cell and font sizes follow the number of tokens. This module
-draws only; the numbers come from the traces.
+A panel's weights are (T, S): rows the token whose output is computed, columns the tokens it
+attends to. What these show counts positions from 1; what they take is a trace's index, from 0.
+They draw only: the numbers come from the traces.
 """
 
 import math
@@ -35,8 +27,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")   # characters
 
 
 def escape(text):
-    """Text made safe for an SVG's text and attribute values: &, <, > and quotes escaped, and each
-    character XML cannot hold shown as U+FFFD.
+    """Text made safe for an SVG: &, <, > and quotes escaped, a character XML cannot hold as U+FFFD.
 
     >>> escape('x" onload="alert(1)')
     'x&quot; onload=&quot;alert(1)'
@@ -52,8 +43,7 @@ TOLERANCE = 1e-9       # the lab's bound: a ratio of powers of 2, computed in fl
 
 def exact_fraction(x):
     """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within TOLERANCE
-    of, or None: what a view may show as exact. A number of LARGE or more in size is None too:
-    every such float is a whole number, and its hundreds of digits explain nothing.
+    of, or None (for a number of LARGE or more in size too).
 
     >>> [exact_fraction(x) for x in (1 / 3, 2.0, math.log(2), 1e300)]
     [Fraction(1, 3), Fraction(2, 1), None, None]
@@ -81,8 +71,7 @@ def label(token):
 
 
 def token_labels(tokens):
-    """The labels of a sentence's tokens; a token that stands more than once gets its position,
-    counted from 1 as a person counts.
+    """The labels of a sentence's tokens; one that stands more than once gets its position from 1.
 
     >>> token_labels(["the", " cat", " saw", " the", " cat"])
     ['the', '␣cat@2', '␣saw', '␣the', '␣cat@5']
@@ -98,8 +87,7 @@ def token_labels(tokens):
 
 
 def positions_text(indices):
-    """0-based indices, such as a trace records, in words for a person: counted from 1.
-    Raises TypeError unless indices is a list of ints, ValueError for one below 0.
+    """0-based indices in words, counted from 1. Raises TypeError or ValueError (one below 0).
 
     >>> [positions_text([4, 5]), positions_text([0]), positions_text([0, 1, 2]), positions_text([])]
     ['positions 5 and 6', 'position 1', 'positions 1, 2 and 3', 'no position']
@@ -115,8 +103,8 @@ def positions_text(indices):
 
 
 def number(value, decimals=4):
-    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000 (not -0.0000),
-    and one of LARGE or more in size with an exponent (its decimals would be hundreds of digits).
+    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000, and one of LARGE
+    or more in size with an exponent.
 
     >>> [number(0.51644), number(None), number(-1e-9), number(6.93e307)]
     ['0.5164', '−∞', '0.0000', '6.9300e+307']
@@ -132,10 +120,8 @@ def number(value, decimals=4):
 
 
 def text_table(row_labels, col_labels, matrix, marks=None):
-    """Rows of text, every column right-aligned to its widest entry. An entry is a number (4
-    decimals, None as −∞) or a string shown as is; marks: {row: text} shown after a row. Raises
-    ValueError unless matrix has one row per row label and one entry per column label, and each
-    mark's row is one of them (0 to rows − 1)."""
+    """Rows of text, columns right-aligned: a number with 4 decimals (None as −∞), a string as is;
+    marks {row: text} after a row. Raises ValueError unless matrix and marks fit the labels."""
     if len(matrix) != len(row_labels) or any(len(row) != len(col_labels) for row in matrix):
         raise ValueError(f"text_table needs {len(row_labels)} rows of {len(col_labels)} entries "
                          f"to fit the labels, got rows of "
@@ -158,14 +144,10 @@ def text_table(row_labels, col_labels, matrix, marks=None):
 def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitle="", zeroed=None,
           side=None, future=False, side_highlight=(), mark="◀ changed",
           axes=("columns: attends to →", "rows: output for ↑")):
-    """One heatmap. weights (T, S) in [0, 1]; hatched (T, S) of bool, True where the mask blocks the
-    pair; highlight: row indices to outline; subtitle: a line under the title; zeroed (T, S) of
-    bool, True where a weight was set to 0 after the softmax (marked apart from masked cells); side:
-    (name, matrix of T rows) printed beside the map, such as the output Z, its rows in
-    side_highlight outlined; future: outline the cells above the diagonal, where a causal model
-    must put no weight; mark: the words beside an outlined row; axes: what the columns and the
-    rows are (an attention map's, by default). Raises ValueError when the labels, weights and
-    marks do not fit together, or a side is longer than MAX_TOKENS."""
+    """One heatmap: weights (T, S) in [0, 1]; hatched (T, S), True where the mask blocks a pair;
+    zeroed (T, S), True where a weight was set to 0 after the softmax; highlight, rows to outline
+    with mark; side, (name, T rows) beside the map, side_highlight outlined; future, outline the
+    cells above the diagonal. Raises ValueError when these do not fit the labels."""
     rows, cols = len(row_labels), len(col_labels)
     if not 1 <= max(rows, cols) <= MAX_TOKENS or min(rows, cols) < 1:
         raise ValueError(f"a map needs 1 to {MAX_TOKENS} rows and columns, got {rows} × {cols}")
@@ -179,14 +161,12 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
     if side is not None and len(side[1]) != rows:
         raise ValueError(f"the side matrix {side[0]} must have {rows} rows, got {len(side[1])}")
     for name, marked in (("highlighted", highlight), ("side-highlighted", side_highlight)):
-        if any(type(i) is not int or not 0 <= i < rows
-               for i in marked):
+        if any(type(i) is not int or not 0 <= i < rows for i in marked):
             raise ValueError(f"{name} rows must be ints 0 to {rows - 1}, got {list(marked)}")
     return {"title": title, "subtitle": subtitle, "rows": list(row_labels),
-            "cols": list(col_labels),
-            "weights": weights, "hatched": hatched, "zeroed": zeroed, "highlight": list(highlight),
-            "side": side, "future": future, "side_highlight": list(side_highlight), "mark": mark,
-            "axes": tuple(axes)}
+            "cols": list(col_labels), "weights": weights, "hatched": hatched, "zeroed": zeroed,
+            "highlight": list(highlight), "side": side, "future": future,
+            "side_highlight": list(side_highlight), "mark": mark, "axes": tuple(axes)}
 
 
 def colour(w):
@@ -198,8 +178,7 @@ def colour(w):
 
 
 def _sizes(n):
-    """Cell size, decimals and font size for an n × n map: big cells with 4 decimals for a short
-    sentence, smaller ones with 2 decimals for a long one, and never a font under 9 px."""
+    """Cell size, decimals (4, or 2 for a long sentence) and font size (9 px or more), n × n."""
     cell = max(30, min(56, 336 // max(n, 1)))
     decimals = 4 if cell >= 56 else 2
     font = min(13.0, (cell - 6) / (0.62 * (decimals + 2)))
@@ -211,8 +190,7 @@ def _text_width(text, font):
 
 
 def _draw_panel(p, x0, y0):
-    """SVG elements of one panel with its top-left corner at (x0, y0). Returns (elements, width,
-    height)."""
+    """(SVG elements, width, height) of one panel with its top-left corner at (x0, y0)."""
     n_rows, n_cols = len(p["rows"]), len(p["cols"])
     cell, decimals, font = _sizes(max(n_rows, n_cols))
     label_font = max(font, 11.0)
@@ -284,8 +262,7 @@ def _draw_cell(p, i, j, x, y, cell, font, decimals):
 
 
 def _future_points(x, y, cell, n):
-    """The outline of the cells above the diagonal of an n × n grid at (x, y): a staircase from the
-    top right down along the diagonal."""
+    """The staircase outline of the cells above the diagonal of an n × n grid at (x, y)."""
     points = [(1, 0), (n, 0), (n, n - 1)]
     for k in range(n - 1, 0, -1):
         points += [(k, k), (k, k - 1)]
@@ -312,10 +289,9 @@ MASKED_LEGEND = "masked: the score is −∞, so the weight is exactly 0, not a 
 
 
 def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_LEGEND):
-    """One self-contained SVG: the panels in rows no wider than max_width (about a README's
-    width), a legend for hatched cells (hatched_legend: what they mean, masked by default) and
-    zeroed ones and for the future outline, and an optional note line. Raises ValueError for no
-    panels, TypeError for a panel that panel() did not make or a note that is not text."""
+    """One self-contained SVG: the panels in rows no wider than max_width, a legend (hatched_legend
+    says what hatched cells are) and a note. Raises ValueError for no panels, TypeError for a
+    panel that panel() did not make or a note that is not text."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
     if not all(isinstance(p, dict) and "weights" in p for p in panels):
