@@ -73,11 +73,7 @@ def build():
 
 def main(argv=None):
     parser = OneLineParser(description="Write tokenizer.json, the lesson's tokenizer.")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true",
-                       help="rewrite tokenizer.json (what no option does too)")
-    group.add_argument("--check", action="store_true",
-                       help="fail unless tokenizer.json is up to date")
+    parser.add_record_flags(PATH)
     args = parser.parse_args(argv)
     return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH,
                                           write=not args.check, check=args.check))

@@ -105,10 +105,7 @@ def watch(sentence, tokens, params, x, mask="causal"):
 def main(argv=None):
     parser = OneLineParser(description="Run the lesson's sentence one token at a time with the "
                                        "cache of keys and values.")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite kv-cache-trace.json")
-    group.add_argument("--check", action="store_true",
-                       help="fail unless kv-cache-trace.json matches a fresh run")
+    parser.add_record_flags(KV_TRACE_PATH)
     parser.add_argument("--mask", choices=MASK_MODES,
                         help="compare the cache's rows with the full pass in this mode "
                              "(default: causal)")

@@ -1,24 +1,8 @@
-"""Command-line plumbing shared by the folder's scripts: one line on stderr, never a traceback.
-
-    OneLineParser                     argparse, but a bad argument is one line on stderr (exit 2)
-                                      and an option of one value is given once
-    trace_parser, parse_trace_args    the arguments of the two trace command lines
-    guarded(action), fail(message)    an error becomes one line on stderr and exit status 1;
-                                      Ctrl-C is one line and exit status 130
-    show(text)                        print, or an OSError when standard output is closed
-    show_json(text)                   show JSON, escaping what standard output cannot encode
-    check_stdout()                    that OSError, asked before long work
-    note(line)                        a line on stderr (progress), or nothing when it is closed
-    check_outputs(outputs, inputs)    before any work: no output is an input, another output or a
-                                      shipped file
-    save_view(path, text, own, recorded)  --svg: write a view the user asked for, and say so
-    save_views(views)                 several, all checked before the first is written
-    integer(text), decimal(text)      a number flag's text: ASCII digits as the help shows them
-    Report                            a benchmark's lines, printed and kept for --record
-
-A terminal that is not UTF-8 (an older Windows console, PYTHONIOENCODING=ascii) gets the
-characters it cannot show spelled in ASCII (−∞ as -inf, ␣ as _, · as *, z₃ as z3): standard
-output and error are set so as soon as a door imports this module, and no result is lost.
+"""Command-line plumbing shared by the doors: a bad argument or an error is one line on stderr,
+never a traceback (OneLineParser, guarded, fail); output that reports a closed standard output
+(show, show_json, note); outputs checked before any work (check_outputs, save_views); number
+flags as the help writes them (integer, decimal); a benchmark's Report. A terminal that is not
+UTF-8 gets the characters it cannot show spelled in ASCII (−∞ as -inf, ␣ as _).
 """
 
 import argparse
@@ -42,8 +26,7 @@ ASCII_SPELLING = {"−": "-", "∞": "inf", "·": "*", "…": "...", "√": "sqr
 
 
 def _spelled(error):
-    """The codec error handler "spelled": each character the encoding cannot hold, in ASCII
-    (ASCII_SPELLING, else its plain letters: ŝ as s, ₃ as 3, else ?)."""
+    """The codec error handler "spelled": ASCII_SPELLING, else plain letters (ŝ as s), else ?."""
     text = error.object[error.start:error.end]
     return "".join(ASCII_SPELLING.get(ch) or unicodedata.normalize("NFKD", ch).encode(
         "ascii", "ignore").decode() or "?" for ch in text), error.end
@@ -56,8 +39,7 @@ for _stream in (sys.stdout, sys.stderr):
 
 
 def show(text, flush=False):
-    """Write text to standard output, and flush it when asked (a line a person waits for); raises
-    OSError naming standard output when it is closed or cannot be written."""
+    """Write text to standard output (flushed when asked); OSError when it is closed or fails."""
     check_stdout()
     _on_stdout(sys.stdout.write, text)
     if flush:
@@ -65,8 +47,7 @@ def show(text, flush=False):
 
 
 def show_json(text):
-    """show JSON text; each character standard output cannot encode written as JSON's own
-    escape (\\u2083 for ₃), which every JSON reader reads back as the character."""
+    """show JSON text, a character standard output cannot encode as JSON's escape (\\u2083)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
         text.encode(encoding)
@@ -78,16 +59,14 @@ def show_json(text):
 
 
 def check_stdout():
-    """Raise OSError when standard output is closed: a command that works long before it prints
-    asks first, so that no progress line comes before the error."""
+    """Raise OSError when standard output is closed: asked before long work."""
     if sys.stdout is None:
         raise OSError("cannot print: standard output is closed")
 
 
 def _on_stdout(call, *args):
-    """call(*args), a write or flush of standard output. Its OSError (a full disk: /dev/full) says
-    that it was standard output, and nothing more goes there, so that Python's own flush at exit
-    cannot fail a second time. A broken pipe is guarded's."""
+    """call(*args), a write or flush of standard output, whose OSError (a full disk) names it; then
+    nothing more goes there, so that the flush at exit cannot fail again."""
     try:
         call(*args)
     except BrokenPipeError:
@@ -98,8 +77,7 @@ def _on_stdout(call, *args):
 
 
 def note(line):
-    """Write a line to stderr (progress, a warning), or nothing when stderr is closed: print's
-    file=None would put it on standard output, among the results."""
+    """Write a line to stderr, or nothing when it is closed (never to standard output)."""
     if sys.stderr is not None:
         print(line, file=sys.stderr, flush=True)
 
@@ -121,8 +99,7 @@ class Report:
 
 
 class _Once(argparse._StoreAction):     # argparse's own 'store', which names no public type
-    """An option of one value: given a second time it is refused, one line, rather than the first
-    value dropped without a word (--grade a.py --grade b.py graded b.py alone)."""
+    """An option of one value, refused when given a second time rather than the first dropped."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string is not None and self in parser._given_once:
@@ -133,16 +110,22 @@ class _Once(argparse._StoreAction):     # argparse's own 'store', which names no
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a bad argument is one line on stderr (and exit status 2), not usage and a
-    message. An option it does not know is named before a required one it misses, and an unknown
-    option gets the nearest it knows ("--vocab-sise": did you mean --vocab-size?), and one of
-    another subcommand is said to be none of the one given ("encode takes no --vocab-size"). An
-    option of one value given twice is refused (argparse kept the last and dropped the first)."""
+    """argparse, but a bad argument is one line on stderr (exit status 2): an unknown option comes
+    before a missing one, with the nearest it knows or the subcommand that takes it; an option of
+    one value is given once."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for name in (None, "store"):            # an option of one value, by default or by name
             self.register("action", name, _Once)
+
+    def add_record_flags(self, path):
+        """--write or --check: rewrite the recorded file at path, or compare it with a fresh run."""
+        name = os.path.basename(path)
+        group = self.add_mutually_exclusive_group()
+        group.add_argument("--write", action="store_true", help=f"rewrite {name}")
+        group.add_argument("--check", action="store_true",
+                           help=f"fail unless {name} matches a fresh run")
 
     def parse_known_args(self, args=None, namespace=None):
         self._given_args = sys.argv[1:] if args is None else list(args)
@@ -160,8 +143,7 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
     def _subcommands(self):
-        """{name: parser} of this parser's subcommands, and the name given on the command line
-        (None when there are none, or none was given)."""
+        """({name: parser} of the subcommands, the one given or None)."""
         for action in self._actions:     # argparse names no public type for a subcommand list
             if isinstance(action, argparse._SubParsersAction):
                 given = [word for word in getattr(self, "_given_args", [])
@@ -170,8 +152,8 @@ class OneLineParser(argparse.ArgumentParser):
         return {}, None
 
     def _hint(self, word):
-        """What to say of an option this parser does not know: that the subcommand given takes
-        no such option (another one does), or the nearest option it takes."""
+        """What to say of an unknown option: that the subcommand given takes no such option, or the
+        nearest it takes."""
         subcommands, given = self._subcommands()
         options = list(self._option_string_actions)
         for name, parser in subcommands.items():
@@ -184,8 +166,7 @@ class OneLineParser(argparse.ArgumentParser):
         return f" (did you mean {near[0]}?)" if near else ""
 
     def _unknown_options(self):
-        """The words before "--" given as options (a dash, then no digit) that are no option of
-        this parser nor the start of one."""
+        """The words before "--" given as options that no option of this parser starts with."""
         given = getattr(self, "_given_args", [])
         given = given[:given.index("--")] if "--" in given else given
         return [word.split("=", 1)[0] for word in given
@@ -195,22 +176,16 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def trace_parser(description, path):
-    """The argument parser of a trace command line: --write or --check, or the views --table and
-    --svg FILE; with none of them it prints the JSON."""
-    name = os.path.basename(path)
+    """A trace command line's parser: --write or --check, or the views --table and --svg FILE."""
     parser = OneLineParser(description=description)
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help=f"rewrite {name}")
-    group.add_argument("--check", action="store_true",
-                       help=f"fail unless {name} matches a fresh run")
+    parser.add_record_flags(path)
     parser.add_argument("--table", action="store_true", help="print the maps as aligned tables")
     parser.add_argument("--svg", metavar="FILE", help="write the maps as heatmaps to an SVG file")
     return parser
 
 
 def parse_trace_args(parser, argv, other_inputs=()):
-    """Parse, and refuse --write or --check beside a view or another input (named in
-    other_inputs)."""
+    """Parse, and refuse --write or --check beside a view or one of other_inputs."""
     args = parser.parse_args(argv)
     extras = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
         "--" + name for name in other_inputs if getattr(args, name) is not None]
@@ -222,8 +197,7 @@ def parse_trace_args(parser, argv, other_inputs=()):
 
 def check_outputs(outputs, inputs=()):
     """Refuse, before any work, an output that is empty, '-', a folder, a shipped file other than
-    its own view, an input or another output. outputs: (flag, path, own) triples, inputs (flag,
-    path) pairs; a path of None is a flag not given."""
+    its own view, an input or another output: (flag, path, own) and (flag, path), None not given."""
     named = [(flag, path) for flag, path, _ in outputs] + list(inputs)
     for flag, path, own in outputs:
         if path == "-":         # what other tools read as standard output would be a file "-"
@@ -234,17 +208,14 @@ def check_outputs(outputs, inputs=()):
 
 
 def save_view(path, text, own, recorded=None, say=None):
-    """Write a view (an SVG, a page, a picture) the user asked for, atomically, and say so (on
-    standard output, or with say: note, when standard output carries JSON). Refuses an empty
-    path, a folder and the project's own files, but own: the view the command records itself (a
-    path from the project folder), and that one only with the text recorded() gives (the view of
-    the recorded inputs): a view of other inputs goes elsewhere."""
+    """Write a view the user asked for, atomically, and say so (with say, when standard output
+    carries JSON). Refuses the project's own files but own, the view the command records (a path
+    from the project folder), and that one only with the text recorded() gives."""
     save_views([(path, text, own, recorded)], say)
 
 
 def save_views(views, say=None):
-    """save_view for each of views, (path, text, own, recorded) each, a path of None skipped: all
-    of them checked before the first is written."""
+    """save_view for each (path, text, own, recorded) of views, all checked before any write."""
     views = [view for view in views if view[0] is not None]
     if views and not say:
         check_stdout()      # "wrote PATH" goes there: a closed output is said before writing
@@ -273,13 +244,12 @@ _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?")
 
 
 class TooManyDigits(ValueError, argparse.ArgumentTypeError):
-    """An integer flag of more digits than any limit takes: argparse says this message, not its
-    'invalid integer value', which reads as if it were no integer."""
+    """An integer flag of too many digits: argparse says this message, not 'invalid integer'."""
 
 
 def integer(text):
-    """An int flag's text: ASCII digits (at most 30), an optional sign. int() takes more (other
-    scripts' digits, 1_000, spaces), which a help never shows. Raises ValueError.
+    """An int flag's text: at most 30 ASCII digits, an optional sign, not int()'s 1_000 or other
+    scripts' digits. Raises ValueError.
 
     >>> integer("-12")
     -12
@@ -294,9 +264,8 @@ def integer(text):
 
 
 def decimal(text):
-    """A number flag's text: an ASCII decimal such as -1.5, 2 or 1e-3. Raises NotANumber, saying
-    why, for a number no float can be (1e400 beyond float range, 1e-400 below its smallest, nan,
-    inf), and ValueError for any other text.
+    """A number flag's text: an ASCII decimal such as -1.5, 2 or 1e-3. Raises NotANumber for one
+    no float can be (1e400, 1e-400, nan, inf), ValueError for any other text.
 
     >>> decimal("1e-3"), decimal("-.5")
     (0.001, -0.5)
@@ -312,8 +281,7 @@ def decimal(text):
 
 
 def guarded(action):
-    """Run a command line's action and return its exit status; an error becomes one line on stderr,
-    and so does a closed or broken standard output."""
+    """Run a command line's action and return its exit status; an error is one line on stderr."""
     try:
         status = action()
         if sys.stdout is not None:
@@ -355,9 +323,7 @@ LINE_BREAKS = {ord(ch): repr(ch)[1:-1] for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028
 
 
 def one_line(message):
-    """message as one line of at most MAX_MESSAGE characters: a line break that came in a path or
-    a key (each that str.splitlines breaks at) is shown escaped, and a message that quotes a huge
-    input is cut.
+    """message as one line of at most MAX_MESSAGE characters, its line breaks shown escaped.
 
     >>> print(one_line("cannot write /tmp/a\\nb.svg"))
     cannot write /tmp/a\\nb.svg
@@ -367,6 +333,6 @@ def one_line(message):
 
 
 def interrupted():
-    """Ctrl-C's one line, and its exit status: 130, as a shell gives a process SIGINT ended."""
+    """Ctrl-C's one line, and its exit status 130, as a shell gives a process SIGINT ended."""
     fail("interrupted")
     return 130
