@@ -1,27 +1,16 @@
 """A character-level byte-pair encoding: the tokenizer the lesson uses.
 
-A tokenizer is an alphabet of single characters (ids 0…n−1) and a list of merges; merge m joins two
-existing tokens into a new one with id n+m. The vocabulary is derived, never stored twice: the
-alphabet, then each merge's joined string.
-
-Text is first cut into chunks and merges never cross a chunk: a chunk is an optional single leading
-space followed by a run of letters (" ball", "mia"), or any other single character ("." or a lone
-space). Within a chunk the pair with the earliest merge is merged first, until no merge applies.
-
-    tok = Tokenizer.load("tokenizer.json")
-    tok.tokens("mia has a red ball.")  -> ['mia', ' has', ' a', ' red', ' ball', '.']
-    tok.encode("mia has a red ball.")  -> [58, 36, 33, 89, 85, 4]
-
-The file format: {"version": 1, "alphabet": [...], "merges": [["m", "ia"], ...]}. The folder's
-tokenizer.json is written by make_tokenizer.py. Two trainers learn a tokenizer from any text, with
-the same merges: `train_plain`, the one to read first, and `train`, the fast one.
+An alphabet of single characters (ids 0…n−1) and a list of merges: merge m joins two tokens into
+token n+m. Merges never cross a chunk (an optional leading space and a run of letters, or any
+other single character); within a chunk the earliest merge applies first. The file:
+{"version": 1, "alphabet": [...], "merges": [["m", "ia"], ...]}. `train_plain` learns merges the
+plain way, `train` the same ones fast.
 
     python3 bpe.py train FILE --vocab-size N --out PATH
     python3 bpe.py encode "mia has a red ball."      (tokens and ids, with tokenizer.json)
     python3 bpe.py decode 58 36 33
 
-This module does not handle characters outside the alphabet (they raise ValueError) and knows
-nothing of bytes or Unicode normalization.
+Left out: characters outside the alphabet (ValueError), bytes, Unicode normalization.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -122,10 +111,8 @@ def encode_chunk_plain(ids, ranks):
 
 
 def encode_chunk(ids, ranks):
-    """The same merges as encode_chunk_plain, in one pass over the ranks instead of a scan of the
-    chunk per merge. A merge only ever makes pairs of a later rank, so the ranks come up in rising
-    order: each rank keeps the positions of its pairs, taken left to right when its turn comes, and
-    the symbols are a linked list, so a merge costs the same anywhere in a chunk of a million.
+    """The same merges as encode_chunk_plain, taking the ranks in rising order (a merge only makes
+    pairs of a later rank) over a linked list of symbols.
 
     >>> encode_chunk([0, 1, 1, 1], {(1, 1): 2, (0, 2): 3})
     [3, 1]
@@ -168,10 +155,7 @@ def encode_chunk(ids, ranks):
 
 class Tokenizer:
     """alphabet: distinct single characters; merges: pairs of token strings, in merge order.
-
-    Raises ValueError when a merge uses a token that does not exist yet or makes one that already
-    does, and TypeError for an alphabet or merge of the wrong kind.
-    """
+    Raises ValueError for a merge of a token not made yet or one that makes an existing token."""
 
     def __init__(self, alphabet, merges):
         for name, value, kinds in (("alphabet", alphabet, (list, tuple, str)),
@@ -253,8 +237,7 @@ class Tokenizer:
                 "merges": [list(m) for m in self.merges]}
 
     def save(self, path):
-        """Write the versioned JSON format, atomically. Refuses an empty path, a folder and the
-        files this folder ships (make_tokenizer.py writes tokenizer.json, by --write)."""
+        """Write the versioned JSON format, atomically; never over a file this folder ships."""
         check_output_path(path)
         write_atomic(path, to_json(self.to_dict()))
 
@@ -288,12 +271,9 @@ class Tokenizer:
 # ---- training: the clear trainer first --------------------------------------------------------
 
 def train_plain(text, vocab_size):
-    """Learn merges the plain way, minbpe's `basic.py` with chunks: count every adjacent pair of the
-    text, merge the most frequent, and repeat until the vocabulary has vocab_size tokens.
-
-    The rules: the alphabet is the text's distinct characters in code point order; merges never
-    cross a chunk; a tie goes to the smallest (left id, right id); a pair whose joined string is
-    already a token is passed over. Raises like train.
+    """Learn merges the plain way: count every adjacent pair, merge the most frequent (a tie to the
+    smallest (left id, right id); a pair that makes an existing token passed over), repeat until
+    vocab_size tokens. The alphabet is the text's characters in code point order. Raises like train.
 
     >>> train_plain("aa ab ab ba", 7).merges
     [(' ', 'a'), (' a', 'b'), (' ', 'b'), ('a', 'a')]
@@ -305,9 +285,7 @@ def train_plain(text, vocab_size):
 
 
 def recount_merges(alphabet, words, freqs, vocab_size):
-    """The plain loop: before every merge, count every pair of every word (a word that stands freq
-    times counts freq times), merge the most frequent in every word, and repeat. Returns the merges
-    as (left token, right token)."""
+    """The plain loop over words that stand freqs times: the merges, as (left, right) tokens."""
     ids = {ch: i for i, ch in enumerate(alphabet)}
     vocab = list(alphabet)
     merges, passed_over = [], set()
@@ -333,15 +311,11 @@ def recount_merges(alphabet, words, freqs, vocab_size):
 
 
 # ---- training: the fast trainer, same merges ---------------------------------------------------
-# What train does differently from train_plain, and nothing else: it cuts chunks with one compiled
-# pattern and counts each distinct chunk once with its frequency; it keeps the pair counts up to
-# date instead of recounting, touching only the chunks that hold the merged pair (an index from
-# each pair to those chunks); and it finds the most frequent pair with a heap whose out-of-date
-# entries are skipped when they come up, instead of scanning every pair.
+# train counts each distinct chunk once, keeps the pair counts up to date in the chunks that hold
+# the merged pair, and takes the most frequent pair from a heap.
 
 def word_counts(text):
-    """Counter of the chunks of text that can hold a pair (two characters or more), as chunks(text)
-    would cut them, counted after one regex pass.
+    """Counter of the chunks of text of two characters or more, as chunks(text) cuts them.
 
     >>> sorted(word_counts("a ball, a ball!").items())
     [(' a', 1), (' ball', 2)]
@@ -359,13 +333,9 @@ def word_counts(text):
 
 
 def train(text, vocab_size, progress=None):
-    """Learn merges from text until the vocabulary has vocab_size tokens or no adjacent pair is
-    left: the same merges as train_plain, much faster. progress(n_tokens) is called after each merge
-    when given.
-
-    Raises TypeError for a non-string text, a non-int vocab_size or a progress that is neither a
-    function nor None, ValueError for an empty text or a vocab_size smaller than the alphabet.
-    """
+    """The merges of train_plain, much faster; progress(n_tokens), if given, after each merge.
+    Raises TypeError for a value of the wrong kind, ValueError for an empty text or a vocab_size
+    smaller than the alphabet."""
     alphabet = _check_training_input(text, vocab_size)
     check_callable("progress", progress, optional=True)
     with _collector_paused():   # it would walk the many small tuples made here; none is a cycle
@@ -458,7 +428,7 @@ def _learn_merges(text, alphabet, vocab_size, progress):
 
 @contextlib.contextmanager
 def _collector_paused():
-    """Python's cyclic garbage collector off for a while, and back as it was after."""
+    """Python's cyclic garbage collector off, then back as it was."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -521,12 +491,11 @@ def _run(args):
         check_stdout()      # it says what it saved: a closed output is said before training
         check_outputs([("--out", args.out, None)], [("the training text", args.file)])
         text = read_text(args.file, limit=MAX_TRAINING_BYTES, as_it_is=True)   # CR, CRLF kept
-        report = None
-        if len(text) > PROGRESS_ABOVE:
-            def report(n):
-                if n % PROGRESS_EVERY == 0 or n == args.vocab_size:
-                    note(f"training: {n}/{args.vocab_size} tokens")
-        tok = train(text, args.vocab_size, progress=report)
+
+        def report(n):
+            if n % PROGRESS_EVERY == 0 or n == args.vocab_size:
+                note(f"training: {n}/{args.vocab_size} tokens")
+        tok = train(text, args.vocab_size, report if len(text) > PROGRESS_ABOVE else None)
         tok.save(args.out)
         show(f"{len(tok.vocab)} tokens ({len(tok.alphabet)} characters and {len(tok.merges)} "
              f"merges) saved to {args.out}\n")
