@@ -1,16 +1,12 @@
 """Write tokenizer.json: the series' tokenizer, reconstructed from what the lesson shows of it.
 
-The lesson shows the alphabet (32 characters in code point order, so "." is id 4), that merged
-tokens take ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, "
-ball" 85, "." 4, with " hat" a single token. The merges below are one small, self-consistent list
-that gives exactly those ids: the words of a first reader ("mia has a red ball.", "the dog sees the
-cat."), each built from parts that already exist, frequent short pairs first. Any other ids the
-lesson does not quote are this reconstruction's own.
+The lesson shows the alphabet (32 characters in code point order, "." id 4), that merged tokens
+take ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, " ball"
+85, "." 4, with " hat" one token. The merges below are one small, self-consistent list that gives
+those ids; the others are this reconstruction's own.
 
     python3 make_tokenizer.py           rewrite tokenizer.json (--write says the same)
     python3 make_tokenizer.py --check   fail unless tokenizer.json is what this script writes
-
-Before writing it checks that every token encodes to its own id and that the lesson's ids come out.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

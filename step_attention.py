@@ -1,20 +1,14 @@
 """Watch the cache of keys and values work: the lesson's sentence one token at a time.
 
-    python3 step_attention.py               each new row of weights as attention_step gives it,
-                                            the lesson's triangle built row by row, each row
-                                            checked with == against the full pass
+    python3 step_attention.py               each row of weights as attention_step gives it,
+                                            checked with == against the full pass's
     python3 step_attention.py --mask none   the same rows against the full pass with no mask
-                                            (--mask zero: with the zero-score bug): the rows a
-                                            cache gets wrong, and by how much
-    python3 step_attention.py --write       rewrite kv-cache-trace.json
-    python3 step_attention.py --check       fail unless kv-cache-trace.json matches a fresh run
+                                            (--mask zero: the bug): what a cache gets wrong
+    python3 step_attention.py --write       rewrite kv-cache-trace.json (--check: compare)
 
-The sentence, its tokens, x and params come from the lesson's recorded trace, attention-trace.json
-(written by trace_attention.py): each of those numbers has two decimals, so its four-decimal record
-is the number itself. The full pass is attention_forward on the whole sentence. With the causal
-mask every row the cache gives is that pass's row, bit for bit, and the command fails if one is
-not; with no mask or the zero-score bug a later token changes the earlier rows, which a cache
-cannot know.
+The sentence, tokens, x and params come from attention-trace.json (two decimals each, so its
+record is the number itself). With the causal mask a row that differs from the full pass fails
+the command.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -61,10 +55,9 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
 
 
 def watch(sentence, tokens, params, x, mask="causal"):
-    """The view's lines, each yielded as soon as it is known: a heading, then one row of weights
-    per token as attention_step gives it, marked == when it is row t of the full pass in mode
-    mask and ≠ (with how far it is) when not, then a summary. Raises ValueError when a causal row
-    is not the full pass's: the cache would be wrong."""
+    """The view's lines, each as soon as it is known: a row of weights per token from
+    attention_step, marked == or ≠ against row t of the full pass in mode mask, then a summary.
+    Raises ValueError when a causal row is not the full pass's."""
     full = attention_forward(params, x, mask)
     labels = token_labels(tokens)
     width = max(map(len, labels))

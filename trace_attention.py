@@ -1,23 +1,15 @@
 """The lesson's recorded run: one causal self-attention layer traced on "mia has a red ball.".
 
     python3 trace_attention.py            print the trace as JSON
-    python3 trace_attention.py --write    rewrite attention-trace.json
-    python3 trace_attention.py --check    fail unless attention-trace.json matches a fresh trace
-    python3 trace_attention.py --table    the same trace as aligned tables, labelled by token
-    python3 trace_attention.py --svg FILE the weights of the three mask modes as heatmaps
-    python3 trace_attention.py --html FILE    an explorer page to open in a browser (explorer/)
-    python3 trace_attention.py --sentence "mia sees the big dog and the cat." [--changed TEXT]
-    python3 trace_attention.py --table --show x,q,k,v,scores,weights,mixed,out
-    python3 trace_attention.py --tokenizer FILE --sentence TEXT    a tokenizer of your own
-    python3 trace_attention.py --export FILE    the causal weights as {tokens, attention} for
-                                                CircuitsVis or bertviz (explorer/README.md)
+    python3 trace_attention.py --write    rewrite attention-trace.json (--check: compare)
+    python3 trace_attention.py --table [--show x,q,k,v,scores,weights,mixed,out]
+    python3 trace_attention.py --svg FILE | --html FILE | --export FILE     the views
+    python3 trace_attention.py --sentence TEXT [--changed TEXT] [--tokenizer FILE]
 
-The weights are untrained: drawn from seeded generators, so every number is the same on every
-machine. The trace tokenizes the sentence with tokenizer.json, looks each id up in a seeded
-embedding table to make x (T, 4), runs attention_forward, and records every intermediate (rounded to
-4 decimals, −∞ as null). It then edits a later token ("ball" -> "hat") under each mask mode to see
-which output rows move, and checks the hand-written backward pass against central differences on the
-loss Σ out·r.
+Untrained weights drawn from seeded generators. The trace tokenizes the sentence, looks each id up
+in a seeded embedding table (x is (T, 4)), runs attention_forward and records every intermediate
+(4 decimals, −∞ as null); then it edits a later token under each mask mode to see which output
+rows move, and checks the backward pass against central differences on the loss Σ out·r.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -54,9 +46,7 @@ PAGE = os.path.join("explorer", "attention-explorer.html")   # from the project 
 
 
 def _table(rows, seed, offset):
-    """rows × D_MODEL values round(uniform(-1, 1), 2) from random.Random(seed + offset), drawn row
-    by row. Raises ValueError unless rows is an int of at least 1, TypeError unless seed is an
-    int."""
+    """(rows, D_MODEL) of round(uniform(-1, 1), 2) from random.Random(seed + offset)."""
     check_made("the table", rows=rows, d_model=D_MODEL)
     check_seed(seed)
     rng = random.Random(seed + offset)
@@ -64,20 +54,17 @@ def _table(rows, seed, offset):
 
 
 def embeddings(vocab_size, seed=SEED):
-    """(vocab_size, D_MODEL): row i is the input vector of token id i. Drawn from
-    random.Random(seed + 1)."""
+    """(vocab_size, D_MODEL): row i is the input vector of token id i."""
     return _table(vocab_size, seed, 1)
 
 
 def readout(T, seed=SEED):
-    """(T, D_MODEL), drawn from random.Random(seed + 2): a fixed weighting r of the output, so that
-    loss = Σ out·r and dLoss/d(out) = r."""
+    """(T, D_MODEL): a fixed weighting r of the output, so that loss = Σ out·r and d_out = r."""
     return _table(T, seed, 2)
 
 
 def loss(params, x, r, mask="causal"):
-    """Σ over every entry of out·r, correctly rounded. Raises ValueError unless r has out's shape
-    (T, d_model): a sum over the shorter of two lists would hide the mismatch."""
+    """Σ of every entry of out·r, correctly rounded. Raises ValueError unless r is (T, d_model)."""
     out = attention_forward(params, x, mask)["out"]
     rows, _ = check_matrix("r", r, cols=len(out[0]), label="r")
     if rows != len(out):
@@ -102,8 +89,7 @@ def _shown(text):
 
 def inputs(tokenizer, text, embedding, what="the sentence"):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
-    a text of no token or more than MAX_TOKENS tokens, naming it as `what`: the trace and its views
-    are read by a person."""
+    a text of no token or more than MAX_TOKENS tokens, naming it as `what`."""
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe.Tokenizer, got {type(tokenizer).__name__}")
     try:
@@ -121,8 +107,7 @@ def inputs(tokenizer, text, embedding, what="the sentence"):
 
 def lesson_setup(tokenizer=None):
     """(tokenizer, params, embedding): the tokenizer (tokenizer.json unless given), the lesson's
-    seeded weights and its seeded embedding table. inputs(tokenizer, text, embedding) then gives
-    (ids, x)."""
+    seeded weights and embedding table."""
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe.Tokenizer (bpe.Tokenizer.load(path) reads one), "
@@ -186,11 +171,9 @@ CAPTIONS = {"x": "x: the input rows, one per token (T, d_model)",
 
 
 def trace_table(t, shown=("scores", "weights"), run=None):
-    """The trace t as aligned text: tokens and ids, the intermediates named in shown (each labelled
-    by token, 4 decimals, −∞ as −∞; masked weights as 0), the edit under each mask mode, and the
-    gradient check. run is the causal attention_forward of the sentence, for "mixed", which the
-    trace does not record. Raises ValueError for a name that is not one of INTERMEDIATES, or
-    "mixed" without run."""
+    """The trace t as aligned text: tokens and ids, the intermediates in shown, labelled by token,
+    the edit under each mask mode and the gradient check. run, the causal attention_forward of the
+    sentence, gives "mixed", which t does not record. Raises ValueError for another name."""
     unknown = [name for name in shown if name not in INTERMEDIATES]
     if unknown or ("mixed" in shown and run is None):
         raise ValueError(f"trace_table shows names from {', '.join(INTERMEDIATES)} (mixed with "
@@ -248,8 +231,8 @@ def explorer_page(sentence=SENTENCE, tokenizer=None):
 
 
 def edited(sentence):
-    """The default edit of --sentence: its last word replaced by "hat", as the lesson replaces
-    "ball". Raises ValueError when there is no word, or the last word is "hat" already."""
+    """The default edit of --sentence: its last word replaced by "hat". Raises ValueError when there
+    is no word, or the last word is "hat" already."""
     pieces = chunks(sentence)
     for n in range(len(pieces) - 1, -1, -1):
         if pieces[n].strip().isalpha():
@@ -301,10 +284,8 @@ def _run(args):
                   [("--tokenizer", args.tokenizer)])
     tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer is not None else None
     sentence = SENTENCE if args.sentence is None else args.sentence
-    if args.changed is not None:
-        changed = args.changed
-    else:
-        changed = CHANGED if args.sentence is None else edited(sentence)
+    changed = args.changed if args.changed is not None else (
+        CHANGED if args.sentence is None else edited(sentence))
     tokenizer, params, embedding = lesson_setup(tokenizer)
     _, x = inputs(tokenizer, sentence, embedding)      # both sentences checked before any output
     inputs(tokenizer, changed, embedding, "the edited sentence")
