@@ -9,11 +9,8 @@ For an input x of T rows (one per position) and d_model columns:
     out     = mixed·Wo                               (T, d_model)
 
 attention_backward walks them in reverse. Every sum is math.fsum, correctly rounded. Each public
-function checks what it is handed (common/checks.py) and calls its private twin, which holds the
-mathematics (matmul calls _matmul); the layer checks its input once, at its first line, and then
-computes with the private twins. A sum past float range is seen in what comes out, and named by
-its product. Left out: batches (a loop over sequences), bias, dropout, normalization, residuals.
-Standard library only.
+function checks at its door (common/checks.py) and calls its private twin (matmul calls _matmul),
+as the layer's own lines do. Left out: batches, bias, dropout, normalization, residuals.
 """
 
 import math
@@ -50,8 +47,7 @@ def shape(t):
 
 
 def _matmul(a, b):
-    """matmul without its checks: (n, m)·(m, p) -> (n, p), one fsum per output cell. A sum past
-    float range raises ValueError naming both shapes."""
+    """matmul without its checks; a sum past float range raises ValueError naming both shapes."""
     b_cols = list(zip(*b))
     try:
         product = [[fsum(map(mul, a_row, b_col)) for b_col in b_cols] for a_row in a]
@@ -164,9 +160,8 @@ def attention_forward(params, x, mask="causal"):
     fingerprints that attention_backward checks the cache against (not for reading).
 
     mask is one of MASK_MODES: "causal" (correct), "none" (no mask: the future leaks), "zero" (the
-    common bug: future scores set to 0.0 instead of −∞, so the future still gets weight). Raises
-    ValueError for an unknown mode, an empty sequence, rows of the wrong width, non-finite numbers,
-    misfitting params or a result past float range; TypeError for a value of the wrong kind.
+    common bug: future scores 0.0 instead of −∞, so the future still gets weight). Raises
+    ValueError or TypeError naming what is wrong (common/README.md tables them).
     """
     checks.check_forward(params, x, mask, MASK_MODES)
     Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
@@ -196,9 +191,8 @@ def attention_forward(params, x, mask="causal"):
 def attention_backward(params, x, cache, d_out):
     """Gradients for one forward pass: d_out (T, d_model) is dLoss/d(out), cache what
     attention_forward returned for (params, x). Returns (grads, d_x): grads has Wq, Wk, Wv, Wo and
-    d_x is (T, d_model). Raises ValueError when d_out does not have out's shape or is not finite,
-    the cache is not what attention_forward returned for these params and x, or a gradient passes
-    float range."""
+    d_x is (T, d_model). Raises ValueError for a d_out not of out's shape or not finite, a cache
+    not made by attention_forward for these params and x, or a gradient past float range."""
     checks.check_backward(params, x, cache, d_out, EDITED_CACHE_ADVICE)
     Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
     q, k, v, weights, mixed, scale = (cache[name] for name in
