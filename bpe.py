@@ -215,8 +215,7 @@ class Tokenizer:
         return tuple(encode_chunk([self.ids[ch] for ch in chunk], self.ranks))
 
     def decode(self, ids):
-        """list of token ids -> text. Raises TypeError for a non-int and ValueError for an unknown
-        id."""
+        """ids -> text. Raises TypeError for a non-int, ValueError for an unknown id."""
         if not isinstance(ids, (list, tuple)):
             raise TypeError(f"ids must be a list of ints, got {type(ids).__name__}")
         for position, i in enumerate(ids, 1):      # a message counts as a person does
@@ -356,10 +355,8 @@ def _learn_merges(text, alphabet, vocab_size, progress):
         for pair in zip(word, word[1:]):
             counts[pair] += freq
             where[pair].append(w)
-    # A merge lowers the counts of the pairs around it and makes new pairs with the new token; no
-    # other count ever rises. So an entry of the heap is never below its pair's count: an entry
-    # found too high when it comes up is pushed again at the pair's count, and only the new pairs
-    # are pushed after a merge.
+    # No count but a new pair's ever rises, so a heap entry is never below its pair's count: one
+    # found too high is pushed again at the count, and only the new pairs are pushed after a merge.
     heap = [(-count, pair) for pair, count in counts.items()]   # most frequent, then smallest pair
     heapq.heapify(heap)
     passed_over, merges = set(), []
@@ -379,10 +376,8 @@ def _learn_merges(text, alphabet, vocab_size, progress):
         made = set()                      # the new token's pairs
         a, b = pair
         for w in dict.fromkeys(where.pop(pair)):      # each word once, however often listed
-            # merge_pair(word, pair, new_id), keeping counts up to date as it goes: each merge
-            # takes away the pair and the pairs it made with its left and right neighbours, and
-            # adds the neighbours' pairs with the new token. The word is rebuilt once at the end
-            # (deleting in place would move its tail at every merge: quadratic in a long word).
+            # merge_pair(word, pair, new_id), moving the counts of the neighbours' pairs to the new
+            # token's; the word is rebuilt once at the end (deleting in place is quadratic).
             word, freq = words[w], freqs[w]
             merged_at = []                # where each merged pair starts, in word as it was
             ahead, i = word.count(a), 0   # the a's not yet passed (found in C), where to look

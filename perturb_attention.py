@@ -276,47 +276,41 @@ def main(argv=None):
     parser.add_argument("--scaffold", metavar="FILE",
                         help="write a starter tiny_attention.py to fill in (never overwrites)")
     parser.add_argument("--grade", metavar="FILE",
-                        help="check your own tiny_attention.py, one PASS or FAIL line per check; "
-                             "with --head or changes of Q, K, V and the mask, on those")
+                        help="check your tiny_attention.py, a PASS or FAIL line per check (on "
+                             "--head and changes of Q, K, V and the mask, if given)")
     parser.add_argument("--report", nargs=2, metavar=("FORMAT", "FILE"),
                         help="with --grade: also write the report for a course's autograder, "
-                             "FORMAT gradescope (its results.json) or junit (JUnit XML)")
+                             "gradescope (results.json) or junit (JUnit XML)")
     parser.add_argument("--seed", metavar="N", type=_seed,
-                        help="with --grade: draw the same fresh cases as the grading that named "
-                             "this seed in its report")
+                        help="with --grade: the fresh cases of the grading that named this seed")
     parser.add_argument("--head", metavar="FILE",
                         help='a head of your own: JSON {"X": ..., "WQ": ..., "WK": ..., "WV": ...} '
                              'with an optional "allowed" (default causal)')
     parser.add_argument("--values", metavar="ROWS", type=_values,
-                        help="values of your own, V := ROWS for the baseline and every change, "
-                             "rows split by /: 2,0/2,0/4,0")
+                        help="V := ROWS for the baseline and every change: 2,0/2,0/4,0")
     for flag, (text_form, changes, _, _) in CHANGE_FLAGS.items():
         parser.add_argument(flag, metavar=text_form, type=_change_argument(flag),
                             action="append", dest="changes",
                             help=f"{changes} (repeatable; all of them make one intervention)")
     parser.add_argument("--bug", choices=list(lab06.BUGS), action="append",
-                        help="also show a buggy procedure, after the changes of Q, K, V and the "
-                             "mask: post-softmax (softmax, then zero the future) or destinations "
-                             "(softmax over each column); repeatable")
+                        help="also a buggy procedure, after the changes: post-softmax (softmax, "
+                             "then zero the future) or destinations (softmax over each column)")
     parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
     parser.add_argument("--export", metavar="FILE",
-                        help="write the head's weights, after the changes if any, as {tokens, "
-                             "attention} JSON for CircuitsVis or bertviz (tokens: x₁, x₂, …)")
+                        help="write the head's weights (after the changes) as {tokens, attention} "
+                             "JSON for CircuitsVis or bertviz")
     parser.add_argument("--predict", metavar="FILE",
-                        help="write a predictions sheet to fill in by hand (when FILE does not "
-                             "exist), else check it exactly: it never prints an answer")
+                        help="write a predictions sheet to fill in (when FILE is new), else check "
+                             "it: it never prints an answer")
     parser.add_argument("--submission", metavar="S",
-                        help="with --predict: write the lab's submission.md, your answers beside "
-                             "the program's; run again, it keeps what you wrote")
+                        help="with --predict: write submission.md, your answers beside its own")
     parser.add_argument("--baseline", action="store_true",
-                        help="with --table or --svg: Part 1's tables or maps alone (with --bug, "
-                             "the bug's too), none of the interventions you are yet to predict")
+                        help="with --table or --svg: Part 1's tables or maps alone (and --bug's), "
+                             "no intervention")
     parser.add_argument("--all", action="store_true",
-                        help="with --table, --svg or --export on the lab's head: every part at "
-                             "once, answers and all (after you have predicted them)")
+                        help="with --table, --svg or --export: every part at once, answers and all")
     parser.add_argument("--json", action="store_true",
-                        help="print the numbers as JSON: on the lab's own head, its whole record, "
-                             "every answer of Parts 1 and 2")
+                        help="print the numbers as JSON (the lab's head: every answer)")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
                                                         "bug", "html", "export"))
     if (args.write or args.check) and args.changes:

@@ -106,8 +106,7 @@ def inputs(tokenizer, text, embedding, what="the sentence"):
 
 
 def lesson_setup(tokenizer=None):
-    """(tokenizer, params, embedding): the tokenizer (tokenizer.json unless given), the lesson's
-    seeded weights and embedding table."""
+    """(tokenizer, params, embedding): tokenizer.json unless given, the lesson's seeded weights."""
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe.Tokenizer (bpe.Tokenizer.load(path) reads one), "

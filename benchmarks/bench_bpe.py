@@ -28,8 +28,7 @@ RUNS = 5             # bpe.train and the Rust trainer: the best of this many run
 
 
 def text_of(path):
-    """The text of a file, or of every .txt file under a folder in sorted order, lower-cased and
-    filtered to ALPHABET."""
+    """The text of a file, or of a folder's .txt files, lower-cased and filtered to ALPHABET."""
     if os.path.isdir(path):
         files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
                        for name in names if name.endswith(".txt"))

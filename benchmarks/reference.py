@@ -12,8 +12,7 @@ from math import fsum
 
 
 def listing(params, x, mask, d_out):
-    """The lesson's layer and its gradients, every pair computed. Returns (out, weights, grads,
-    d_x)."""
+    """(out, weights, grads, d_x): the lesson's layer and its gradients, every pair computed."""
     def matmul(a, b):
         if len(a[0]) != len(b):
             raise ValueError(f"matmul needs (n, m)·(m, p), got {len(a[0])} and {len(b)}")

@@ -46,8 +46,7 @@ def check_matrix(name, m, cols=None, label=None):
 
 
 def check_number(where, value, expected="a finite number"):
-    """Raise unless value is a finite int or float (of exactly that type: not a bool, not a
-    subclass), naming where it stands."""
+    """Raise unless value is a finite int or float (not a bool, not a subclass), naming where."""
     if type(value) not in PLAIN_NUMBERS:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             raise TypeError(f"{where} must be a plain float or int, got {kind(value)}: a "
@@ -150,8 +149,7 @@ def check_entries(name, rows, cols, count=1):
 
 
 def plain_matrix(m, cols):
-    """True for the common case, a non-empty list of equal rows of finite numbers, in one pass;
-    anything else goes through check_matrix, for the message."""
+    """True for a non-empty list of equal rows of finite numbers, found in one pass."""
     if type(m) is not list or not m or set(map(type, m)) != {list}:
         return False
     widths = set(map(len, m))
@@ -443,8 +441,7 @@ def sealed(cache, params=None, x=None):
 
 
 def check_sealed(cache, keys, made_by, advice):
-    """Raise unless cache is a dict made_by returned, with every key and no entry changed since;
-    advice ends the message of a changed one."""
+    """Raise unless cache is a dict made_by returned, unchanged since; advice ends the message."""
     if type(cache) is not dict:
         raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
     missing = [key for key in keys + ("seal",) if key not in cache]

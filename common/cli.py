@@ -152,8 +152,7 @@ class OneLineParser(argparse.ArgumentParser):
         return {}, None
 
     def _hint(self, word):
-        """What to say of an unknown option: that the subcommand given takes no such option, or the
-        nearest it takes."""
+        """What to say of an unknown option: the subcommand takes none such, or the nearest."""
         subcommands, given = self._subcommands()
         options = list(self._option_string_actions)
         for name, parser in subcommands.items():

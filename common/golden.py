@@ -47,8 +47,7 @@ def changed_rows(a, b):
 
 
 def write_or_check(text, path, write, check):
-    """--write, --check (naming the first line that differs; line endings do not count) or print
-    text. Returns the exit status."""
+    """--write, --check (naming the first line that differs) or print text; the exit status."""
     name = os.path.basename(path)
     if write:
         write_atomic(path, text)

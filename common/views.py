@@ -290,8 +290,7 @@ MASKED_LEGEND = "masked: the score is −∞, so the weight is exactly 0, not a 
 
 def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_LEGEND):
     """One self-contained SVG: the panels in rows no wider than max_width, a legend (hatched_legend
-    says what hatched cells are) and a note. Raises ValueError for no panels, TypeError for a
-    panel that panel() did not make or a note that is not text."""
+    for hatched cells) and a note. Raises ValueError for no panels, TypeError for a bad one."""
     if not panels:
         raise ValueError("heatmaps_svg needs at least one panel, got none")
     if not all(isinstance(p, dict) and "weights" in p for p in panels):

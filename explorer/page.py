@@ -40,9 +40,8 @@ LESSON_MODES = {
 # ---- the fractions behind the lab's floats -----------------------------------------------------
 
 def fraction(value):
-    """(text, sign) for the small fraction a float stands for: sign "=" when the fraction gives the
-    float back to the last bit, "≈" when it lies within TOLERANCE of it (the lab's bound); None
-    when no fraction with a denominator up to MAX_DENOMINATOR is that close.
+    """(text, sign) of the small fraction a float stands for: "=" to the last bit, "≈" within
+    TOLERANCE; None when no fraction with a denominator up to MAX_DENOMINATOR is that close.
 
     >>> fraction(0.25), fraction(1 / 3), fraction(0.1 + 0.2), fraction(math.sqrt(2))
     (('1/4', '='), ('1/3', '='), ('3/10', '≈'), None)
@@ -55,8 +54,7 @@ def fraction(value):
 
 
 def ln2_multiple(score):
-    """(text, sign) for a score that is a small nonzero multiple of ln 2, as every score of the
-    lab's head is; signs as in fraction. None for any other score.
+    """(text, sign) of a score that is a small nonzero multiple of ln 2, as in fraction, or None.
 
     >>> ln2_multiple(2 * LN2), ln2_multiple(LN2 * 0.7 / 0.1), ln2_multiple(0.5)
     (('2·ln 2', '='), ('7·ln 2', '≈'), None)
@@ -74,8 +72,7 @@ def ln2_multiple(score):
 # A line is a list of pieces: a string, or [name, text] for a number the page can point at.
 
 def _shown(name, value, exact=False, of_score=False):
-    """The pieces of one substituted number: [name, text], then the fraction it stands for when
-    exact (the lab's head) and one fits that the decimals do not already say."""
+    """The pieces of one substituted number: [name, text], then, when exact, its fraction."""
     pieces = [[name, number(value)]]
     found = exact and math.isfinite(value) and (ln2_multiple if of_score else fraction)(value)
     if found and ("/" in found[0] or "ln" in found[0] or found[1] == "≈"):
@@ -99,8 +96,7 @@ def _vector(name, values, exact=False):
 
 
 def _softmax_terms(scores_row):
-    """(max, exps, Σ) of one row of scores, the steps softmax_row takes:
-    exps[j] = exp(s_j − max), Σ = fsum(exps), and exps[j] / Σ is the weight, to the last bit.
+    """(max, exps, Σ) of one row of scores, the steps softmax_row takes, to the last bit.
 
     >>> _softmax_terms([0.0, math.log(2), -math.inf])
     (0.6931471805599453, [0.5, 1.0, 0.0], 1.5)
@@ -111,14 +107,13 @@ def _softmax_terms(scores_row):
 
 
 def _score_terms(q_i, k_j):
-    """(products, scale) of one score, the steps attention_core takes: q_i[c]·k_j[c] for each c,
-    and 1/√d; fsum(products) · scale is the score, to the last bit."""
+    """(products, scale) of one score, the steps attention_core takes, to the last bit."""
     return [a * b for a, b in zip(q_i, k_j)], 1 / math.sqrt(len(q_i))
 
 
 def _cell_lines(m, i, j, terms, rows, cols, side, exact):
-    """How weights[i][j] of the map m comes about, and what it adds to row i of the side matrix,
-    named side (mixed, or the lab's z). terms is row i's (max, exps, Σ): the softmax's steps."""
+    """How weights[i][j] of the map m comes about, and what it adds to row i of side (mixed, or the
+    lab's z); terms is row i's (max, exps, Σ)."""
     top, exps, total = terms
     q, k, v, s = m["q"], m["k"], m["v"], m["scores"][i][j]
     I, J = subscript(i + 1), subscript(j + 1)
@@ -192,12 +187,10 @@ def _lesson_maps(params, x):
 
 
 def explored(maps, rows, cols, side, exact):
-    """What the page embeds: for each map its numbers (scores with None for −∞), each cell as
-    shown, the rows that differ from the first map, and every cell's and row's arithmetic. side is
-    the side matrix's name and its rows' name: ("mixed", "mixed"), or the lab's ("Z", "z").
-    A map holds its key, title, subtitle, q, k, v and mixed (T, d_head), scores and weights
-    (T, S), blocked (T, S) True where the mask blocks a pair, zeroed (T, S) or None, and future
-    (mark j > i); rows and cols are T and S labels; exact adds the fractions numbers stand for."""
+    """What the page embeds: each map's numbers (−∞ as None), cells, rows changed from the first
+    map, and every cell's and row's arithmetic. A map holds key, title, subtitle, q, k, v and mixed
+    (T, d_head), scores, weights and blocked (T, S), zeroed (T, S) or None, and future; side names
+    the side matrix and its rows (the lab's ("Z", "z")); exact adds the fractions."""
     first = maps[0]
     modes = []
     for m in maps:
@@ -239,9 +232,8 @@ SCRIPT_PATH = os.path.join(FOLDER, "explorer.js")     # shows the data's numbers
 
 
 def page_html(title, note, command, switch, data):
-    """One HTML file: the static frame, the style and script of explorer.css and explorer.js, and
-    data, what explored returned, as JSON. note names the command that wrote the page, which is
-    shown as code. Raises OSError or ValueError when either file cannot be read."""
+    """One HTML file: the frame, explorer.css and explorer.js, and data (explored's) as JSON; the
+    command named in note is shown as code. Raises OSError or ValueError for an unreadable file."""
     style, script = read_text(STYLE_PATH), read_text(SCRIPT_PATH)
     # a changed row's orange comes before the style: HIGHLIGHT, which the SVG views mark with too
     rows, cols, modes = data["rows"], data["cols"], data["modes"]
@@ -310,8 +302,7 @@ Enter or Space locks or unlocks it. The address keeps the state, #mode=…&amp;r
 
 def lesson_page(params, x, tokens, sentence):
     """The lesson's explorer for x (T, d_model) of the tokens of sentence: the three mask modes.
-    Raises ValueError unless there is one token per row of x, at most MAX_TOKENS of them, and
-    TypeError for tokens that are not a list of strings or a sentence that is not a string."""
+    Raises ValueError unless there is one token per row of x, at most MAX_TOKENS; TypeError."""
     if type(sentence) is not str:
         raise TypeError(f"sentence must be a str, got {checks.kind(sentence)}")
     labels = token_labels(tokens)

@@ -52,8 +52,7 @@ def attention_step(params, x_t, kv):
 
 
 def steps(params, x):
-    """attention_step on each row of x (T, d_model) in turn, from an empty cache: T dicts, one per
-    position, each with q, k, v, scores, weights, mixed and out."""
+    """attention_step on each row of x (T, d_model) in turn, from an empty cache: T dicts."""
     kv = {"k": [], "v": []}
     return [attention_step(params, x_t, kv) for x_t in x]
 
@@ -69,9 +68,7 @@ def matches_full_pass(step, full, t):
 
 
 def row_errors(step, full, t):
-    """(weight on unseen tokens, largest out difference) of row t: the full pass's weight on the
-    positions after t, which a cache had not seen when it gave row t, and the largest
-    |step − full pass| among row t's out."""
+    """(the full pass's weight on the positions after t, the largest |step − full pass| of out)."""
     _check_row(step, full, t)
     return (fsum(full["weights"][t][t + 1:]),
             max(abs(a - b) for a, b in zip(step["out"], full["out"][t])))
@@ -127,8 +124,7 @@ def recompute_multiply_adds(T, d_model, d_head):
 
 
 def kv_trace(sentence, tokens, params, x):
-    """What kv-cache-trace.json records: each step's weights and whether it equals the full pass,
-    and for each mask mode what a cache gets wrong."""
+    """What kv-cache-trace.json records: each step, and what a cache gets wrong in each mode."""
     full = attention_forward(params, x)
     return {
         "sentence": sentence,
