@@ -272,7 +272,7 @@ def main(argv=None):
     parser = trace_parser("Lab 06: compute one attention head, then perturb it. Positions in the "
                           "flags count from 1, as the lab does; a number may be a fraction such "
                           "as 3/8, and one that starts with a minus is written --flag=-1,2.",
-                          TRACE_PATH)
+                          TRACE_PATH, "the head's weights (after the changes)")
     parser.add_argument("--scaffold", metavar="FILE",
                         help="write a starter tiny_attention.py to fill in (never overwrites)")
     parser.add_argument("--grade", metavar="FILE",
@@ -295,10 +295,6 @@ def main(argv=None):
     parser.add_argument("--bug", choices=list(lab06.BUGS), action="append",
                         help="also a buggy procedure, after the changes: post-softmax (softmax, "
                              "then zero the future) or destinations (softmax over each column)")
-    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
-    parser.add_argument("--export", metavar="FILE",
-                        help="write the head's weights (after the changes) as {tokens, attention} "
-                             "JSON for CircuitsVis or bertviz")
     parser.add_argument("--predict", metavar="FILE",
                         help="write a predictions sheet to fill in (when FILE is new), else check "
                              "it: it never prints an answer")
@@ -312,7 +308,7 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true",
                         help="print the numbers as JSON (the lab's head: every answer)")
     args = parse_trace_args(parser, argv, other_inputs=("scaffold", "grade", "head", "values",
-                                                        "bug", "html", "export"))
+                                                        "bug"))
     if (args.write or args.check) and args.changes:
         parser.error(f"--write and --check work on the recorded file alone; drop "
                      f"{', '.join(_flags(args.changes))}")

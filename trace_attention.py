@@ -245,7 +245,7 @@ def edited(sentence):
 
 def main(argv=None):
     parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.",
-                          TRACE_PATH)
+                          TRACE_PATH, "the causal weights")
     parser.add_argument("--sentence", metavar="TEXT",
                         help=f"trace another sentence of at most {MAX_TOKENS} tokens "
                              f"(default: the lesson's)")
@@ -256,12 +256,7 @@ def main(argv=None):
                              f"{','.join(INTERMEDIATES)} (default: scores,weights)")
     parser.add_argument("--tokenizer", metavar="FILE",
                         help="a tokenizer saved by `bpe.py train` (default: tokenizer.json)")
-    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
-    parser.add_argument("--export", metavar="FILE",
-                        help="write the causal weights as {tokens, attention[layer][head]} JSON "
-                             "for CircuitsVis or bertviz")
-    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer", "html",
-                                                        "export"))
+    args = parse_trace_args(parser, argv, other_inputs=("sentence", "changed", "tokenizer"))
     if args.show != ("scores", "weights") and not args.table:
         parser.error("--show chooses what --table prints: add --table")
     return guarded(lambda: _run(args))

@@ -37,16 +37,21 @@ def multiply_adds(T):
     return 12 * T * D_MODEL * D_HEAD + 6 * T * T * D_HEAD + T * T
 
 
+def best_of(runs, fn, *args):
+    """The fastest of runs runs of fn(*args), and the last result."""
+    best, result = math.inf, None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn(*args)
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
 def fsum_rate(n=4096, repeats=200):
-    """Multiply-adds per second of fsum(map(mul, a, b)) on long vectors."""
+    """Multiply-adds per second of fsum(map(mul, a, b)) on long vectors, the best of 5 turns."""
     rng = random.Random(0)
     a, b = [rng.uniform(-1, 1) for _ in range(n)], [rng.uniform(-1, 1) for _ in range(n)]
-    best = math.inf
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fsum(map(mul, a, b))
-        best = min(best, time.perf_counter() - start)
+    best, _ = best_of(5, lambda: [fsum(map(mul, a, b)) for _ in range(repeats)])
     return n * repeats / best
 
 
@@ -67,16 +72,6 @@ def layer_pass(params, x, d_out):
 def listing_pass(params, x, d_out):
     out, _, grads, d_x = listing(params, x, "causal", d_out)
     return out, grads, d_x
-
-
-def best_of(runs, fn, *args):
-    """The fastest of runs runs of fn(*args), and the last result."""
-    best, result = math.inf, None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def peak_mib(run, args):

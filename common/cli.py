@@ -174,12 +174,16 @@ class OneLineParser(argparse.ArgumentParser):
                             for option in self._option_string_actions)]
 
 
-def trace_parser(description, path):
-    """A trace command line's parser: --write or --check, or the views --table and --svg FILE."""
+def trace_parser(description, path, exported):
+    """A trace command line's parser: --write or --check, or the views --table, --svg FILE, --html
+    FILE and --export FILE (which writes the weights that exported names)."""
     parser = OneLineParser(description=description)
     parser.add_record_flags(path)
     parser.add_argument("--table", action="store_true", help="print the maps as aligned tables")
     parser.add_argument("--svg", metavar="FILE", help="write the maps as heatmaps to an SVG file")
+    parser.add_argument("--html", metavar="FILE", help="write the explorer page, one HTML file")
+    parser.add_argument("--export", metavar="FILE", help=f"write {exported} as {{tokens, "
+                        f"attention[layer][head]}} JSON for CircuitsVis or bertviz")
     return parser
 
 
@@ -187,7 +191,8 @@ def parse_trace_args(parser, argv, other_inputs=()):
     """Parse, and refuse --write or --check beside a view or one of other_inputs."""
     args = parser.parse_args(argv)
     extras = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
-        "--" + name for name in other_inputs if getattr(args, name) is not None]
+        "--" + name for name in (*other_inputs, "html", "export")
+        if getattr(args, name) is not None]
     if (args.write or args.check) and extras:
         parser.error(f"--write and --check work on the recorded file alone; "
                      f"drop {', '.join(extras)}")
@@ -220,8 +225,8 @@ def save_views(views, say=None):
         check_stdout()      # "wrote PATH" goes there: a closed output is said before writing
     for path, text, own, recorded in views:
         check_output_path(path, own)
-        if own is not None and recorded is not None and _is_own(path, own) and \
-                text != recorded():
+        if own is not None and recorded is not None and os.path.realpath(path) == \
+                os.path.realpath(os.path.join(safe_io.HERE, own)) and text != recorded():
             raise ValueError(f"{path} is the recorded view of this command's default inputs: "
                              f"write a view of other inputs somewhere else")
     for path, text, _, _ in views:
@@ -230,10 +235,6 @@ def save_views(views, say=None):
             say(f"wrote {path}")
         else:
             show(f"wrote {path}\n")
-
-
-def _is_own(path, own):
-    return os.path.realpath(path) == os.path.realpath(os.path.join(safe_io.HERE, own))
 
 
 # ---- number flags: ASCII decimals, as the help writes them ----------------------------------

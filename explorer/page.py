@@ -178,9 +178,8 @@ def _lesson_maps(params, x):
         run = attention_forward(params, x, mode)
         allowed = [[True] * T for _ in range(T)] if mode == "none" else causal_mask(T)
         title, subtitle = LESSON_MODES[mode]
-        maps.append({"key": mode, "title": title, "subtitle": subtitle, "q": run["q"],
-                     "k": run["k"], "v": run["v"], "scores": run["scores"],
-                     "weights": run["weights"], "mixed": run["mixed"],
+        maps.append({"key": mode, "title": title, "subtitle": subtitle,
+                     **{name: run[name] for name in ("q", "k", "v", "scores", "weights", "mixed")},
                      "blocked": [[not ok for ok in row] for row in allowed],
                      "zeroed": None, "future": mode != "causal"})
     return maps
