@@ -333,8 +333,7 @@ def word_counts(text):
 
 def train(text, vocab_size, progress=None):
     """The merges of train_plain, much faster; progress(n_tokens), if given, after each merge.
-    Raises TypeError for a value of the wrong kind, ValueError for an empty text or a vocab_size
-    smaller than the alphabet."""
+    Raises TypeError, or ValueError for an empty text or a vocab_size below the alphabet's."""
     alphabet = _check_training_input(text, vocab_size)
     check_callable("progress", progress, optional=True)
     with _collector_paused():   # it would walk the many small tuples made here; none is a cycle

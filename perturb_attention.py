@@ -57,8 +57,7 @@ def _flagged(flag, text, change):
 
 
 def _why(error, text=None):
-    """": 1e400 is beyond float range (…)", what is wrong, said after the form a flag takes;
-    nothing for an error that only repeats the text."""
+    """": what is wrong" after the form a flag takes; nothing for an error that repeats the text."""
     return "" if str(error) == text else f": {error}"
 
 
@@ -202,9 +201,8 @@ def _refuse_conflicts(parser, args):
     """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
     changes = args.changes or []
     own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
-    given = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
-        "--html"] * (args.html is not None) + ["--export"] * (args.export is not None) + [
-        f"--{name}" for name in ("head", "values", "bug") if getattr(args, name) is not None]
+    given = [f"--{name}" for name in ("table", "svg", "html", "export", "head", "values", "bug")
+             if getattr(args, name) not in (None, False)]
     if args.scaffold is not None:
         if args.grade is not None:
             parser.error("--scaffold and --grade are two steps: run one, then the other")
@@ -256,8 +254,7 @@ def _refuse_conflicts(parser, args):
 
 
 def _check_views_fit(args, head):
-    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work;
-    the JSON takes lab06.MAX_HEAD_POSITIONS."""
+    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work."""
     views = [flag for flag, given in (("--table", args.table), ("--svg", args.svg),
                                       ("--html", args.html), ("--grade", args.grade)) if given]
     T = len(head["X"])

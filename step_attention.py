@@ -55,9 +55,8 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
 
 
 def watch(sentence, tokens, params, x, mask="causal"):
-    """The view's lines, each as soon as it is known: a row of weights per token from
-    attention_step, marked == or ≠ against row t of the full pass in mode mask, then a summary.
-    Raises ValueError when a causal row is not the full pass's."""
+    """The view's lines, as they come: each step's weights, == or ≠ row t of the full pass in mode
+    mask, then a summary. Raises ValueError when a causal row is not the full pass's."""
     full = attention_forward(params, x, mask)
     labels = token_labels(tokens)
     width = max(map(len, labels))

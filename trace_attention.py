@@ -6,10 +6,9 @@
     python3 trace_attention.py --svg FILE | --html FILE | --export FILE     the views
     python3 trace_attention.py --sentence TEXT [--changed TEXT] [--tokenizer FILE]
 
-Untrained weights drawn from seeded generators. The trace tokenizes the sentence, looks each id up
-in a seeded embedding table (x is (T, 4)), runs attention_forward and records every intermediate
-(4 decimals, −∞ as null); then it edits a later token under each mask mode to see which output
-rows move, and checks the backward pass against central differences on the loss Σ out·r.
+Seeded, untrained weights; x (T, 4) from a seeded embedding table. The trace records every
+intermediate (4 decimals, −∞ as null), which output rows a later token's edit moves under each
+mask mode, and the backward pass against central differences on the loss Σ out·r.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

@@ -1,14 +1,11 @@
 """How fast is the layer, and how does it grow? A benchmark script, not a test.
 
-    python3 -m benchmarks.bench_attention            T = 6 (the lesson's size), 16, 64, 256, 512;
-                                                     the cache at T = 64, 128, 256, 512
-    python3 -m benchmarks.bench_attention --quick    T = 16, 64, 128, the cache at T = 16, 32, 64
-    python3 -m benchmarks.bench_attention --record   also write bench-attention.txt
+    python3 -m benchmarks.bench_attention [--quick] [--record]    --record: bench-attention.txt
 
-It times forward + backward of attention.py against the lesson's listing (`reference.listing`),
-d_model 64 and d_head 16, and the KV cache (kv_cache.steps) against attention_forward on every
-prefix; each pair must agree bit for bit. fsum share: multiply-adds per second as a share of
-one long fsum(map(mul, a, b)), the interpreter's limit for an exact dot product.
+It times forward + backward of attention.py against the lesson's listing (`reference.listing`)
+at T = 6 and, d_model 64 and d_head 16, at T = 16 to 512, and the KV cache (kv_cache.steps)
+against attention_forward on every prefix; each pair must agree bit for bit. fsum share: the
+multiply-adds per second as a share of one long fsum(map(mul, a, b)).
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

@@ -2,11 +2,9 @@
 
     python3 -m benchmarks.bench_bpe [--quick] [--record] [--corpus PATH] [--rust]
 
-It times bpe.train (the best of RUNS), a recount of every distinct chunk before each merge,
-bpe.train_plain (1 MB only) and, with --rust, HuggingFace `tokenizers` on one thread (a scratch
-virtual environment's; this folder never needs it), checks that they learn the same merges, and
-encodes a word of 1,000,000 letters. --corpus takes a file or a folder of .txt files, lower-cased
-and filtered to the lesson's alphabet; the default is reference.corpus, 1 and 5 MB.
+It times bpe.train, a recount of the distinct chunks, bpe.train_plain (1 MB only) and, with
+--rust, HuggingFace `tokenizers` on one thread (this folder never needs it), checks that they
+learn the same merges, and encodes a word of 1,000,000 letters.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

@@ -64,9 +64,8 @@ def listing(params, x, mask, d_out):
 
 
 def corpus(size, seed=7):
-    """size characters of seeded pseudo-English: 3000 made-up words, the n-th most common drawn with
-    weight 1/n, in sentences of 4 to 14 words ending in ".", "!" or "?", with a newline now and
-    then."""
+    """size characters of seeded pseudo-English: 3000 made-up words, the n-th drawn with weight
+    1/n, in sentences of 4 to 14 words, a newline now and then."""
     rng = random.Random(seed)
     syllables = ([c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"]
                  + ["th", "sh", "an", "er", "in", "on"])

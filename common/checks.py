@@ -350,10 +350,6 @@ def check_params(params):
     if missing:
         raise ValueError(f"params must have Wq, Wk, Wv and Wo, missing {', '.join(missing)}")
     d_model, d_head = check_matrix("Wq", params["Wq"])
-    if all(type(params[name]) is list and len(params[name]) == rows and
-           plain_matrix(params[name], cols) for name, rows, cols in
-           (("Wk", d_model, d_head), ("Wv", d_model, d_head), ("Wo", d_head, d_model))):
-        return d_model, d_head          # the common case, in one pass each
     for name in ("Wk", "Wv"):
         if shape_text(params[name]) != f"({d_model}, {d_head})":
             raise ValueError(f"{name} must be (d_model, d_head) = ({d_model}, {d_head}) like Wq, "
@@ -381,8 +377,7 @@ def check_forward(params, x, mask, modes):
 
 
 def _plain_layer(params, x):
-    """True for the common case in one pass: Wq, Wk, Wv (d_model, d_head), Wo (d_head, d_model)
-    and x (T, d_model) of finite numbers; anything else goes through the checks, for the message."""
+    """True for Wq, Wk, Wv (d_model, d_head), Wo (d_head, d_model), x (T, d_model), in one pass."""
     if type(params) is not dict or type(x) is not list or not x:
         return False
     matrices = weights_of(params) + [x]

@@ -110,9 +110,8 @@ class _Once(argparse._StoreAction):     # argparse's own 'store', which names no
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a bad argument is one line on stderr (exit status 2): an unknown option comes
-    before a missing one, with the nearest it knows or the subcommand that takes it; an option of
-    one value is given once."""
+    """argparse, but a bad argument is one line on stderr (exit status 2), an unknown option with
+    the nearest it knows, and an option of one value is given once."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -11,8 +11,7 @@ from common.safe_io import read_text, write_atomic
 
 
 def to_json(obj):
-    """The JSON layout of every recorded file: indent 2, UTF-8 as is, a final newline. Raises
-    ValueError for a NaN or an infinity."""
+    """The JSON of every recorded file: indent 2, UTF-8 as is, a final newline; no NaN or inf."""
     return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

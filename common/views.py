@@ -1,13 +1,8 @@
-"""Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps.
-
-    svg = heatmaps_svg([panel(...), ...])   panels in rows of about 900 px; masked cells hatched
-    text_table(rows, cols, matrix)          columns aligned, −∞ written as −∞
-    token_labels(tokens)                    a label a token, a repeated one with its place: ␣cat@5
-    positions_text([4, 5])                  "positions 5 and 6"
-
-A panel's weights are (T, S): rows the token whose output is computed, columns the tokens it
-attends to. What these show counts positions from 1; what they take is a trace's index, from 0.
-They draw only: the numbers come from the traces.
+"""Views of attention maps for a person: aligned text tables and a self-contained SVG of heatmaps
+(heatmaps_svg of panels, text_table, token_labels such as ␣cat@5, positions_text). A panel's
+weights are (T, S): rows the token whose output is computed, columns the tokens it attends to.
+What these show counts positions from 1; what they take is a trace's index, from 0. They draw
+only: the numbers come from the traces.
 """
 
 import math
@@ -24,6 +19,10 @@ ZEROED_FILL = "url(#zeroed)"
 MAX_WIDTH = 900        # a figure's panels wrap to new rows beyond this width, about a README's
 MAX_TOKENS = 64        # the longest side a map may have: beyond it the figure is too large to read
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")   # characters XML 1.0 forbids
+HIGHLIGHT = "#d95f02"
+MAX_DENOMINATOR = 100  # a fraction with a larger denominator explains nothing at a glance
+LARGE = 1e16           # from here a view writes a number with an exponent, not as its digits
+TOLERANCE = 1e-9       # the lab's bound: a ratio of powers of 2, computed in floats, is ulps off
 
 
 def escape(text):
@@ -33,12 +32,6 @@ def escape(text):
     'x&quot; onload=&quot;alert(1)'
     """
     return _escape(_NOT_XML.sub("\ufffd", str(text)), {'"': "&quot;"})
-HIGHLIGHT = "#d95f02"
-
-
-MAX_DENOMINATOR = 100  # a fraction with a larger denominator explains nothing at a glance
-LARGE = 1e16           # from here a view writes a number with an exponent, not as its digits
-TOLERANCE = 1e-9       # the lab's bound: a ratio of powers of 2, computed in floats, is ulps off
 
 
 def exact_fraction(x):

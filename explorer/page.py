@@ -3,13 +3,10 @@
     lesson_page(params, x, tokens, sentence)          the lesson's page: the three mask modes
     explored(maps, rows, cols, side, exact)           what a page embeds (Lab 06's lab_page too)
     page_html(title, note, command, switch, data)     the page around it, with explorer.css/.js
-    fraction(value), ln2_multiple(score)              the small fraction a float stands for
 
-The page shows the weights (T, S) as a heatmap labelled by token, mixed (T, d_head) beside it,
-and each cell's arithmetic with the numbers substituted. Every number is computed and formatted
-here, by the one attention core, and embedded as JSON: the page's script computes nothing.
-explored and page_html are handed only what lab_page or lesson_page checked, and check nothing
-again. Left out: the output projection, the backward pass, the edit of a later token.
+The page shows the weights (T, S) as a heatmap, mixed (T, d_head) beside it, and each cell's
+arithmetic with its numbers, computed and formatted here and embedded as JSON: the page's script
+computes nothing. Left out: the output projection, the backward pass, the edit of a later token.
 """
 
 import html

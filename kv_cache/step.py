@@ -90,8 +90,7 @@ def _check_row(step, full, t):
 
 
 def what_a_cache_gets_wrong(params, x, mask):
-    """The rows a cache gives for x (T, d_model) against the full pass in mode mask:
-    rows_a_cache_gets_wrong, and per row weight_on_unseen_tokens and largest_out_difference."""
+    """The rows a cache gives for x (T, d_model) unlike the full pass in mode mask, and how far."""
     full = attention_forward(params, x, mask)
     given = steps(params, x)
     errors = [row_errors(step, full, t) for t, step in enumerate(given)]
