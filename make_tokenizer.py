@@ -1,9 +1,7 @@
-"""Write tokenizer.json: the series' tokenizer, reconstructed from what the lesson shows of it.
-
-The lesson shows the alphabet (32 characters in code point order, "." id 4), that merged tokens
-take ids 32, 33, … in merge order, and six ids: "mia" 58, " has" 36, " a" 33, " red" 89, " ball"
-85, "." 4, with " hat" one token. The merges below are one small, self-consistent list that gives
-those ids; the others are this reconstruction's own.
+"""Write tokenizer.json: the series' tokenizer, reconstructed from what the lesson shows of it: the
+alphabet (32 characters in code point order), merged tokens with ids 32, 33, … in merge order, and
+six ids ("mia" 58, " has" 36, " a" 33, " red" 89, " ball" 85, "." 4), " hat" one token. The
+merges below are one small, self-consistent list that gives those ids.
 
     python3 make_tokenizer.py           rewrite tokenizer.json (--write says the same)
     python3 make_tokenizer.py --check   fail unless tokenizer.json is what this script writes

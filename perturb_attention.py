@@ -3,8 +3,7 @@
     python3 perturb_attention.py              where to start, and no answer: predict first
     python3 perturb_attention.py --json | --write | --check    the lab's trace, perturb-trace.json
     python3 perturb_attention.py --table --baseline [--bug B]  Part 1's tables (--svg FILE: maps)
-    python3 perturb_attention.py --table [CHANGE FLAGS]        Part 2: the menu, or what a change
-                                                               does to S, A and Z
+    python3 perturb_attention.py --table [CHANGE FLAGS]        Part 2: the menu, or a change
     python3 perturb_attention.py --table --all | --html FILE | --export FILE
     python3 perturb_attention.py --predict FILE [--submission S]   a predictions sheet, checked
     python3 perturb_attention.py --scaffold FILE | --grade FILE [--report FORMAT OUT]
@@ -13,10 +12,9 @@
     python3 perturb_attention.py [--head FILE] [--values ROWS] [CHANGE FLAGS] [--bug B]   Part 4
 
 The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every weight a ratio
-of powers of 2), WV = [[2, 0], [0, 4]], a causal mask; after projection only, no bias, dropout,
-normalization, residual or output projection. Each change starts from fresh copies of Q, K, V and
-the mask; every number goes through `attend`. Positions in flags, views and messages count from
-1; row indices in the JSON from 0, as the lab's spec fixes them.
+of powers of 2), WV = [[2, 0], [0, 4]], causal; no bias, dropout, normalization, residual or
+output projection. Every number goes through `attend`. Positions count from 1 (row indices in the
+JSON from 0, as the lab's spec fixes them).
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -77,19 +75,15 @@ def _numbers(text):
     return numbers
 
 
-def _position_then_numbers(text):
-    """"3=1,0" -> (3, [1.0, 0.0])."""
+def _position_then_numbers(text, one=False):
+    """"3=1,0" -> (3, [1.0, 0.0]); with one, "3=2" -> (3, 2.0)."""
     position, found, rest = text.partition("=")
     if not found:
         raise ValueError(text)
-    return integer(position), _numbers(rest)
-
-
-def _position_then_number(text):
-    position, numbers = _position_then_numbers(text)
-    if len(numbers) != 1:
+    position, numbers = integer(position), _numbers(rest)
+    if one and len(numbers) != 1:
         raise ValueError(text)
-    return position, numbers[0]
+    return position, numbers[0] if one else numbers
 
 
 def _two_positions(text):
@@ -106,15 +100,15 @@ CHANGE_FLAGS = {
     "--set-query": ("I=a,b,...", "q_I := [a, b, ...]", "3=1,0",
                     lambda t: lab06.set_query(*_position_then_numbers(t))),
     "--scale-key": ("J=c", "k_J := c·k_J", "3=2",
-                    lambda t: lab06.scale_key(*_position_then_number(t))),
+                    lambda t: lab06.scale_key(*_position_then_numbers(t, one=True))),
     "--block": ("I,J", "query I may no longer read source J", "3,2",
                 lambda t: lab06.block(*_two_positions(t))),
     "--shift-values": ("a,b,...", "every v_j := v_j + [a, b, ...]", "1,-2",
                        lambda t: lab06.shift_values(_numbers(t))),
     "--offset-scores": ("I=c", "add c to every score of row I", "3=1000",
-                        lambda t: lab06.offset_scores(*_position_then_number(t))),
+                        lambda t: lab06.offset_scores(*_position_then_numbers(t, one=True))),
     "--scale-scores": ("I=c", "multiply every score of row I by c", "3=1000",
-                       lambda t: lab06.scale_scores(*_position_then_number(t))),
+                       lambda t: lab06.scale_scores(*_position_then_numbers(t, one=True))),
     "--set-weights": ("I=a,b,...", "a_I := [a, b, ...] after the softmax, a map of your own",
                       "3=3/8,1/8,1/2", lambda t: lab06.set_weights(*_position_then_numbers(t))),
 }

@@ -1,14 +1,12 @@
 """Watch the cache of keys and values work: the lesson's sentence one token at a time.
 
-    python3 step_attention.py               each row of weights as attention_step gives it,
-                                            checked with == against the full pass's
-    python3 step_attention.py --mask none   the same rows against the full pass with no mask
-                                            (--mask zero: the bug): what a cache gets wrong
+    python3 step_attention.py               each row of weights as attention_step gives it, == the
+                                            full pass's (or the command fails)
+    python3 step_attention.py --mask none   against the full pass with no mask (--mask zero: the
+                                            bug): what a cache gets wrong
     python3 step_attention.py --write       rewrite kv-cache-trace.json (--check: compare)
 
-The sentence, tokens, x and params come from attention-trace.json (two decimals each, so its
-record is the number itself). With the causal mask a row that differs from the full pass fails
-the command.
+The sentence, tokens, x and params come from attention-trace.json (two decimals each, exact).
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

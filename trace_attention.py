@@ -229,8 +229,7 @@ def explorer_page(sentence=SENTENCE, tokenizer=None):
 
 
 def edited(sentence):
-    """The default edit of --sentence: its last word replaced by "hat". Raises ValueError when there
-    is no word, or the last word is "hat" already."""
+    """The default edit of --sentence: its last word replaced by "hat" (ValueError if none is)."""
     pieces = chunks(sentence)
     for n in range(len(pieces) - 1, -1, -1):
         if pieces[n].strip().isalpha():

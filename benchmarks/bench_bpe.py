@@ -46,8 +46,7 @@ def train_distinct_recount(text, vocab_size):
 
 
 def train_rust(text, vocab_size):
-    """(seconds, the set of its tokens) of HuggingFace tokenizers' BPE trainer, fed the text line
-    by line: its fastest exact way, as a chunk never crosses a newline."""
+    """(seconds, its tokens) of HuggingFace tokenizers' BPE trainer, fed the text line by line."""
     from tokenizers import Regex, Tokenizer as RustTokenizer, models, pre_tokenizers, trainers
     tok = RustTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(RUST_PATTERN), behavior="isolated")

@@ -1,11 +1,9 @@
 """The checks at the doors of attention.py, and what the labs' doors share: a number, a size, a
-matrix, a seal. Nothing here computes; common/README.md tables the messages.
-
-TypeError for a value of the wrong kind, ValueError for a wrong shape, size or number, each
-naming what was expected and what came. A number is a plain float or int (a subclass could
-redefine `*`; a bool is refused); a size is checked against MAX_POSITIONS and MAX_ENTRIES before
-anything of that size is made. A cache carries a Seal, fingerprints of its entries and of the
-params and x it was made from, so that a backward pass refuses one from another call.
+matrix, a seal. Nothing here computes; common/README.md tables the messages. TypeError for a
+value of the wrong kind, ValueError for a wrong shape, size or number. A number is a plain float
+or int (a subclass could redefine `*`; a bool is refused); a size is checked against
+MAX_POSITIONS and MAX_ENTRIES before anything is made; a cache's Seal holds fingerprints of its
+entries and of the params and x it was made from.
 """
 
 import functools
@@ -82,8 +80,7 @@ def float_of(text):
 
 
 def int_of(text):
-    """The int a JSON file's integer text stands for, at most 309 digits (beyond: past float range,
-    and int() refuses 4300 in Python's words, not the file's). Raises NotANumber.
+    """The int a JSON file's integer text stands for, at most 309 digits, else NotANumber.
 
     >>> int_of("-12")
     -12
@@ -96,8 +93,7 @@ def int_of(text):
 
 
 def said(value):
-    """How a message shows a value that came: its repr, cut to 60 characters; an int of more than
-    40 digits by its size.
+    """How a message shows a value: its repr cut to 60 characters, an int over 40 digits by size.
 
     >>> said(10 ** 5000), said(3), said("abc")
     ('an int of 16610 bits', '3', "'abc'")

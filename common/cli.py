@@ -211,9 +211,8 @@ def check_outputs(outputs, inputs=()):
 
 
 def save_view(path, text, own, recorded=None, say=None):
-    """Write a view the user asked for, atomically, and say so (with say, when standard output
-    carries JSON). Refuses the project's own files but own, the view the command records (a path
-    from the project folder), and that one only with the text recorded() gives."""
+    """Write a view the user asked for and say so (with say, when standard output carries JSON);
+    never a shipped file but own, the command's recorded view, and that one only as recorded()."""
     save_views([(path, text, own, recorded)], say)
 
 
@@ -247,8 +246,7 @@ class TooManyDigits(ValueError, argparse.ArgumentTypeError):
 
 
 def integer(text):
-    """An int flag's text: at most 30 ASCII digits, an optional sign, not int()'s 1_000 or other
-    scripts' digits. Raises ValueError.
+    """An int flag's text: at most 30 ASCII digits and a sign, not int()'s 1_000. ValueError.
 
     >>> integer("-12")
     -12

@@ -16,12 +16,10 @@ def to_json(obj):
 
 
 def rounded(value, digits):
-    """Round every float in nested lists and dicts; −∞ becomes None (JSON null).
+    """Round every float in nested lists and dicts; −∞ becomes None (JSON null), NaN or +∞ raise.
 
     >>> rounded([[0.123456, -math.inf]], 4)
     [[0.1235, None]]
-
-    Raises ValueError for NaN or +∞, which no recorded number may be.
     """
     if isinstance(value, dict):
         return {key: rounded(item, digits) for key, item in value.items()}

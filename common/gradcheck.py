@@ -11,8 +11,7 @@ from common.checks import check_callable, check_matrix, check_number, check_rows
 
 EPS = 1e-6       # the lesson's ε
 MIN_EPS, MAX_EPS = 1e-10, 1.0      # below: rounding (1e-16 / eps) swamps the difference
-RESOLVED = 1e-10   # eps must be at least this much of an entry's size, or m ± eps rounds back to
-                   # m (1e10 + 1e-6 is 1e10 + 0 or one ulp of 1.9e-6) and the gradient is noise
+RESOLVED = 1e-10   # eps must be at least this much of an entry's size, or m ± eps rounds back to m
 
 
 def central_differences(f, matrix, eps=EPS):

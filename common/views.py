@@ -35,8 +35,7 @@ def escape(text):
 
 
 def exact_fraction(x):
-    """The fraction with a denominator of at most MAX_DENOMINATOR that x lies within TOLERANCE
-    of, or None (for a number of LARGE or more in size too).
+    """The fraction (denominator ≤ MAX_DENOMINATOR) within TOLERANCE of x below LARGE, or None.
 
     >>> [exact_fraction(x) for x in (1 / 3, 2.0, math.log(2), 1e300)]
     [Fraction(1, 3), Fraction(2, 1), None, None]
@@ -96,8 +95,7 @@ def positions_text(indices):
 
 
 def number(value, decimals=4):
-    """A number as a table shows it: None or −∞ as −∞, a tiny negative as 0.0000, and one of LARGE
-    or more in size with an exponent.
+    """A number as a table shows it: None as −∞, no minus on 0.0000, an exponent from LARGE on.
 
     >>> [number(0.51644), number(None), number(-1e-9), number(6.93e307)]
     ['0.5164', '−∞', '0.0000', '6.9300e+307']

@@ -37,8 +37,7 @@ LESSON_MODES = {
 # ---- the fractions behind the lab's floats -----------------------------------------------------
 
 def fraction(value):
-    """(text, sign) of the small fraction a float stands for: "=" to the last bit, "≈" within
-    TOLERANCE; None when no fraction with a denominator up to MAX_DENOMINATOR is that close.
+    """(text, "=" or "≈") of the small fraction a float is, to the bit or within TOLERANCE; or None.
 
     >>> fraction(0.25), fraction(1 / 3), fraction(0.1 + 0.2), fraction(math.sqrt(2))
     (('1/4', '='), ('1/3', '='), ('3/10', '≈'), None)

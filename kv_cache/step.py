@@ -1,9 +1,7 @@
 """The cache of keys and values: the layer one position at a time (attention_step), what a cache
-gets wrong without the causal mask (what_a_cache_gets_wrong), what each way of generating costs in
-multiply-adds (cache_multiply_adds, recompute_multiply_adds) and what kv-cache-trace.json records
-(kv_trace). With the causal mask row t is final when position t arrives; with no mask or the
-zero-score bug a later position changes it, so a cache would have to compute it again. Prints
-nothing.
+gets wrong without the causal mask, the multiply-adds of generating with and without it, and what
+kv-cache-trace.json records. With the causal mask row t is final when position t arrives; with no
+mask or the zero-score bug a later position changes it. Prints nothing.
 """
 
 from math import fsum
@@ -75,8 +73,7 @@ def row_errors(step, full, t):
 
 
 def _check_row(step, full, t):
-    """Raise unless full is a full pass's result, t one of its positions and step a step's result
-    at t (t + 1 weights): a negative t would read the last row."""
+    """Raise unless full is a full pass, t one of its positions (not −1) and step its step at t."""
     names = ("q", "k", "v", "scores", "weights", "mixed", "out")
     for what, result, made_by in (("step", step, "attention_step"),
                                   ("full", full, "attention_forward")):
