@@ -172,10 +172,10 @@ def call(module, name, args, path):
         function = getattr(module, name, None)
         if not callable(function):
             return {"missing": True}
-        before = [_text_of(arg) for arg in args]
+        before = [_bytes_of(arg) for arg in args]
         value = function(*args)
         return {"value": plain(value), "edited": [n for n, arg in enumerate(args)
-                                                  if _text_of(arg) != before[n]]}
+                                                  if _bytes_of(arg) != before[n]]}
     except BaseException as error:      # SystemExit and KeyboardInterrupt are answers here too
         return {"raised": raised(error, path)}
 
@@ -191,10 +191,14 @@ def reply_to(module, request, path):
         return module, {"raised": raised(error, path)}
 
 
-def _text_of(value):
+def _bytes_of(value, dumps=marshal.dumps):
+    """value as marshal's version 2 writes it, every number to its last bit (later versions mark
+    an object that something else refers to, which a call may change without an edit), or None
+    where marshal cannot: the call put into its argument an object of a class of its own, a
+    subclass of float or list, or a list that holds itself."""
     try:
-        return to_json(plain(value))
-    except BaseException:               # the call put into its argument what plain() lacks
+        return dumps(value, 2)
+    except BaseException:
         return None
 
 

@@ -70,7 +70,7 @@ HOSTILE = {
         "afresh: entry 1: expected 0.3333333333 (1/3), got 0.5 (1/2)"),
     "patching the runner's functions to hide a bool and an edit": (
         "import __main__\n__main__.plain = lambda value, depth=0: [[10 ** 400, 0.0]] * 3\n"
-        "__main__._text_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
+        "__main__._bytes_of = lambda value: None\n__main__.to_json = lambda value: '{}'\n"
         "def matmul(left, right):\n    left.append([0.0])\n"
         "    return [[True for _ in right[0]] for _ in left[:-1]]\n",
         "FAIL  importing tiny_attention.py: during the import, the learner's process wrote into "

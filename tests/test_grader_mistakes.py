@@ -456,6 +456,18 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
                     self.assertIsInstance(problem, str)
                     self.assertRegex(problem, r"got|expected|returned|has no|None")
 
+    def test_a_call_that_keeps_its_arguments_edits_none_and_one_that_flips_a_sign_edits_it(self):
+        """The runner compares each argument before and after a call to its last bit: a
+        reference kept to an argument changes no bit, and 0.0 made −0.0 is an edit."""
+        module = type(sys)("kept")
+        exec("KEPT = []\n\n\ndef keep(rows, row):\n    KEPT.extend([rows, rows[0], row[0]])\n"
+             "    return 1\n\n\ndef flip(rows, row):\n    row[0] = -row[0]\n    return 1\n",
+             module.__dict__)
+        for name, edited in (("keep", []), ("flip", [1])):
+            with self.subTest(function=name):
+                reply = grade_lab06_runner.call(module, name, [[[0.5, 1.0]], [0.0, 2.0]], "")
+                self.assertEqual(reply, {"value": 1, "edited": edited})
+
     def test_what_came_in_the_wrong_shape_is_named(self):
         want = [[1.0, 0.0], [0.5, 0.5]]
         for got, message in (
