@@ -339,15 +339,17 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        """Every mutant graded once, in this process."""
+        """Every mutant graded once, in this process, on the checks of SEED drawn once."""
         own = {name: (mutant(changes), {}) for name, (changes, _) in MUTANTS.items()}
         own["a ValueError subclass"] = ("class ShapeError(ValueError):\n    pass\n" + (
             LEARNER.replace('raise ValueError("the shapes do not fit")',
                             'raise ShapeError("the shapes do not fit")')), {})
         own["a syntax error in a module of its own"] = ("from my_softmax import masked_softmax\n"
                                                         + LEARNER, {})
+        checks = lab_checks(SEED)
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess), \
+                mock.patch.object(grade_lab06, "lab_checks", lambda seed: checks):
             paths = write_sources(tmp, own)
             helper = os.path.join(os.path.dirname(paths["a syntax error in a module of its own"]),
                                   "my_softmax.py")
