@@ -35,10 +35,12 @@ def start_with_a_descriptor_closed():
     CompletedProcess}; the file is removed when the tests end."""
     folder = tempfile.mkdtemp()
     path = write_sources(folder, {"tiny_attention": (LEARNER, {})})["tiny_attention"]
-    command = ("import os, sys; os.close({fd}); os.execv(sys.executable, [sys.executable, "
+    # -S: no site packages, which the project never needs, to start sooner (-I for the first
+    # Python alone: the script's own folder must stay on its path)
+    command = ("import os, sys; os.close({fd}); os.execv(sys.executable, [sys.executable, '-S', "
                "'perturb_attention.py', '--grade', {path!r}])")
     pool = concurrent.futures.ThreadPoolExecutor(2)
-    futures = {fd: pool.submit(subprocess.run, [sys.executable, "-c",
+    futures = {fd: pool.submit(subprocess.run, [sys.executable, "-I", "-S", "-c",
                                                 command.format(fd=fd, path=path)],
                                cwd=HERE, stdout=subprocess.PIPE, text=True, timeout=60)
                for fd in (0, 2)}
@@ -53,7 +55,8 @@ DESCRIPTOR_CLOSED = start_with_a_descriptor_closed()
 def run_the_gradescope_recipe():
     """lab06/README.md's run_autograder, run by sh on a thread in a folder laid out as Gradescope
     lays out /autograder (source/: the lab's folder; submission/: a careful learner's
-    tiny_attention.py; results/), its paths rewritten to that folder and python3 to this Python.
+    tiny_attention.py; results/), its paths rewritten to that folder and python3 to this Python
+    without site packages (-S), which the project never needs.
     Returns the future of (the CompletedProcess, results/results.json's text or None); the folder
     is removed when the tests end."""
     with open(os.path.join(HERE, "lab06", "README.md"), encoding="utf-8") as f:
@@ -66,7 +69,7 @@ def run_the_gradescope_recipe():
     with open(os.path.join(root, "submission", "tiny_attention.py"), "w", encoding="utf-8") as f:
         f.write(LEARNER)
     script = script.replace("/autograder", root).replace("python3 ", shlex.quote(sys.executable)
-                                                         + " ")
+                                                         + " -S ")
     results = os.path.join(root, "results", "results.json")
 
     def run():
@@ -84,6 +87,13 @@ def run_the_gradescope_recipe():
 
 
 GRADESCOPE_RECIPE = run_the_gradescope_recipe() if shutil.which("sh") else None
+
+
+def python_files_alone(folder, names):
+    """copytree's ignore: the project's code, its folders and Python files, without its records,
+    its git history and its tests."""
+    return [name for name in names if name in (".git", "__pycache__", "tests") or not (
+        name.endswith(".py") or os.path.isdir(os.path.join(folder, name)))]
 
 
 class Commands(MessageAssertions, unittest.TestCase):
@@ -142,39 +152,13 @@ class Commands(MessageAssertions, unittest.TestCase):
         ''')
         # beside a copy of the project, which the grader does not take for the project's own
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(HERE, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-                ".git", "__pycache__", "tests", "*.png", "*.html", "*.svg"))
+            shutil.copytree(HERE, tmp, dirs_exist_ok=True, ignore=python_files_alone)
             os.chmod(tmp, 0o700)      # copytree gave it the folder's mode, read-only in a download
             path = os.path.join(tmp, "tiny_attention.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
             lines, passed = grade_lab06.grade(path)
         self.assertTrue(passed, "\n".join(lines))
-
-    def test_the_untouched_scaffold_fails_each_check_it_lists_and_scores_0(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "tiny_attention.py")
-            self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-            self.assertTrue(all(len(line) <= 100 for line in text.splitlines()))
-            listed = []
-            for line in text.split('"""')[1].splitlines():
-                if line[:7].strip().rstrip(".").isdigit():
-                    listed.append(line.split(". ", 1)[1])
-                elif line.startswith(" " * 8) and listed:
-                    listed[-1] += " " + line.strip()
-            out = os.path.join(tmp, "report.xml")
-            done = run_script("perturb_attention.py", "--grade", path, "--report", "junit", out)
-            suite = ElementTree.parse(out).getroot()
-        self.assertEqual((done.returncode, done.stderr), (1, ""))
-        self.assertEqual((suite.get("tests"), suite.get("failures")), (str(len(listed)),) * 2)
-        lines = logical(done.stdout.splitlines())
-        self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
-                         listed)
-        self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
-                                    rf"grade again \(--seed \d+ draws the same cases again\)$")
-        self.assertEqual(len(listed), len(lab_checks()))
 
     @unittest.skipUnless(GRADESCOPE_RECIPE, "needs sh")
     def test_the_readmes_gradescope_recipe_gives_a_careful_file_every_point(self):
@@ -264,20 +248,6 @@ class Commands(MessageAssertions, unittest.TestCase):
             done = run_script("perturb_attention.py", "--grade", os.path.join(tmp, "attention.py"))
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
-    def test_the_seed_a_report_names_is_taken_from_the_command_line(self):
-        """The README's `--grade tiny_attention.py --seed 721319`: the report of a failing file
-        names the seed it drew with, and a bad seed is one line."""
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "tiny_attention.py")
-            self.assertEqual(run_script("perturb_attention.py", "--scaffold", path).returncode, 0)
-            done = run_script("perturb_attention.py", "--grade", path, "--seed", "721319")
-            self.assertEqual((done.returncode, done.stderr), (1, ""))
-            self.assertTrue(done.stdout.rstrip().endswith(
-                "(--seed 721319 draws the same cases again)"), done.stdout[-200:])
-            self.assertOneLineError(run_script("perturb_attention.py", "--grade", path, "--seed",
-                                               "abc"), "--seed takes the number a grading's "
-                                                       "report names, such as 721319, got 'abc'")
-
     def test_a_grader_without_standard_input_or_error_grades_a_correct_file_right(self):
         """Started with descriptor 0 or 2 closed, the grader's pipes once took that number and
         the warden, pointing 0, 1 and 2 at the null device, cut them: a correct file failed."""
@@ -331,6 +301,53 @@ class Commands(MessageAssertions, unittest.TestCase):
                 done = run_script("perturb_attention.py", "--grade", "tiny_attention.py", *args)
                 self.assertOneLineError(done, fragment)
                 self.assertEqual(done.returncode, 2)
+
+
+class TheUntouchedScaffold(MessageAssertions, unittest.TestCase):
+    """The scaffold as --scaffold writes it, graded once from the command line with the README's
+    `--seed 721319` and a JUnit report."""
+
+    @classmethod
+    def setUpClass(cls):
+        with tempfile.TemporaryDirectory() as tmp:
+            cls.path = os.path.join(tmp, "tiny_attention.py")
+            cls.scaffolded = run_script("perturb_attention.py", "--scaffold", cls.path)
+            with open(cls.path, encoding="utf-8") as f:
+                cls.text = f.read()
+            out = os.path.join(tmp, "report.xml")
+            cls.done = run_script("perturb_attention.py", "--grade", cls.path, "--seed", "721319",
+                                  "--report", "junit", out)
+            cls.suite = ElementTree.parse(out).getroot() if os.path.exists(out) else None
+
+    def test_the_untouched_scaffold_fails_each_check_it_lists_and_scores_0(self):
+        self.assertEqual(self.scaffolded.returncode, 0)
+        self.assertTrue(all(len(line) <= 100 for line in self.text.splitlines()))
+        listed = []
+        for line in self.text.split('"""')[1].splitlines():
+            if line[:7].strip().rstrip(".").isdigit():
+                listed.append(line.split(". ", 1)[1])
+            elif line.startswith(" " * 8) and listed:
+                listed[-1] += " " + line.strip()
+        done, suite = self.done, self.suite
+        self.assertEqual((done.returncode, done.stderr), (1, ""))
+        self.assertIsNotNone(suite, "no JUnit report was written")
+        self.assertEqual((suite.get("tests"), suite.get("failures")), (str(len(listed)),) * 2)
+        lines = logical(done.stdout.splitlines())
+        self.assertEqual([line[6:].split(": not implemented yet")[0] for line in lines[:-1]],
+                         listed)
+        self.assertRegex(lines[-1], rf"^0 of {len(listed)} checks pass: fix the first FAIL and "
+                                    rf"grade again \(--seed \d+ draws the same cases again\)$")
+        self.assertEqual(len(listed), len(lab_checks()))
+
+    def test_the_seed_a_report_names_is_taken_from_the_command_line(self):
+        """The README's `--grade tiny_attention.py --seed 721319`: the report of a failing file
+        names the seed it drew with, and a bad seed is one line."""
+        self.assertEqual((self.done.returncode, self.done.stderr), (1, ""))
+        self.assertTrue(self.done.stdout.rstrip().endswith(
+            "(--seed 721319 draws the same cases again)"), self.done.stdout[-200:])
+        self.assertOneLineError(run_script("perturb_attention.py", "--grade", self.path, "--seed",
+                                           "abc"), "--seed takes the number a grading's "
+                                                   "report names, such as 721319, got 'abc'")
 
 
 if __name__ == "__main__":
