@@ -1,12 +1,17 @@
 """What the grader's tests (tests/test_grader_*.py) share: LEARNER, a careful learner's file, which
-passes every check; the folders their files are graded in; the report read a check a line; and
-EveryReport, the test each class of gradings runs on every report it has.
+passes every check; the folders their files are graded in; InProcess, which grades a file that
+attacks nothing a process holds without a process of its own; the report read a check a line;
+and EveryReport, the test each class of gradings runs on every report it has.
 """
 
+import json
+import marshal
 import os
+import sys
 import tempfile
 import textwrap
 
+from lab06 import runner as grade_lab06_runner
 from lab06.mistakes import HINT
 from tests.helpers import run_script
 
@@ -80,6 +85,34 @@ def grade_source(source, *args):
         with open(path, "w", encoding="utf-8") as f:
             f.write(source)
         return run_script("perturb_attention.py", "--grade", path, *args)
+
+
+class InProcess:
+    """LearnerProcess for a file of the tests' own (a mutant, a careful learner's, a hostile file
+    that attacks nothing a process holds): the runner's own functions answer in this process,
+    each request and answer through marshal and JSON as they travel, so the grader's checks and
+    diagnoses run without a process per file. Every file that attacks what a process holds (its
+    descriptors, its exit, its builtins, its warden, the project's files) gets a process of its
+    own."""
+
+    mode, warden_stopped = "subreaper", False
+
+    def __init__(self, path, call_limit, total_limit):
+        self.path, self.module, self.count = os.path.abspath(path), None, 0
+
+    def ask(self, call, *args):
+        self.count += 1
+        request = {"id": self.count, "call": call, "args": marshal.loads(marshal.dumps(list(args)))}
+        saved = list(sys.path)
+        try:
+            self.module, reply = grade_lab06_runner.reply_to(self.module, request, self.path)
+        finally:
+            sys.path[:] = saved
+        return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}))
+
+    def stop(self):
+        for name in [name for name in sys.modules if name.startswith("learner_")]:
+            del sys.modules[name]
 
 
 def logical(lines):

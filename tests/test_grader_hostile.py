@@ -3,7 +3,9 @@ traceback; the answers must be the file's own (the project's files, however a fi
 fail it); and no process of a file outlives its grading, however the grading ends.
 
 Each file here is LEARNER with an attack of HOSTILE at its end, graded in a process of its own,
-several at a time, with a short limit where a loop must be stopped.
+several at a time, with a short limit where a loop must be stopped; those that attack nothing a
+process holds (IN_PROCESS: what raises, exits or comes back of a call) are graded in this process,
+by the runner's own functions (InProcess), as the mistakes are.
 """
 
 import atexit
@@ -28,7 +30,7 @@ from lab06.grading_checks import lab_checks
 from lab06.process import Learner, LearnerProcess, project_inodes
 from lab06.report import gradescope, junit, report
 from tests.helpers import HERE, MessageAssertions, folder_copy
-from tests.learner_files import (LEARNER, EveryReport, first_fail, logical,
+from tests.learner_files import (LEARNER, EveryReport, InProcess, first_fail, logical,
                                   write_sources)
 
 SHORT = 0.3        # seconds a call may take where the test waits for a loop to be stopped,
@@ -168,6 +170,10 @@ HOSTILE = {
 }
 LOOPS = {"a loop in C at import", "a matmul that swallows its IndexError in a loop",
          "a message whose __str__ loops"}
+# what the runner answers alone, whatever process it runs in: its code catches each of them
+IN_PROCESS = {"sys.exit at import", "a float subclass whose == is always true",
+              "a BaseException of its own", "KeyboardInterrupt", "a syntax error",
+              "a message that paints PASS over its FAIL, with a lone surrogate"}
 
 
 def start_grading(sources):
@@ -199,7 +205,7 @@ BEYOND_MATH = textwrap.dedent('''
 
 def attacking_sources():
     """The files that attack the grader, each graded in a process of its own: first those that
-    wait for a limit."""
+    wait for a limit; IN_PROCESS left out."""
     slow = ("\nimport time\n_matmul = matmul\n\n\ndef matmul(left, right):\n"
             "    time.sleep(0.4)\n    return _matmul(left, right)\n")
     sources = {"slow": (LEARNER + slow, {"call_limit": 5, "total_limit": 2.0}),
@@ -207,7 +213,7 @@ def attacking_sources():
     sources.update({name: (LEARNER + "\n" + attack, {"call_limit": SHORT})
                     for name, (attack, _) in HOSTILE.items() if name in LOOPS})
     sources.update({name: (LEARNER + "\n" + attack, {})
-                    for name, (attack, _) in HOSTILE.items() if name not in LOOPS})
+                    for name, (attack, _) in HOSTILE.items() if name not in LOOPS | IN_PROCESS})
     return sources
 
 
@@ -325,9 +331,14 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        """Every hostile file graded once, in a process of its own (ATTACKS, started when this
-        module was imported)."""
+        """Every hostile file graded once: in a process of its own (ATTACKS, started when this
+        module was imported), then IN_PROCESS in this one, once no grading runs on a thread."""
         cls.gradings = {name: future.result() for name, future in ATTACKS.items()}
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
+            paths = write_sources(tmp, {name: (LEARNER + "\n" + HOSTILE[name][0], {})
+                                        for name in sorted(IN_PROCESS)})
+            cls.gradings.update({name: grade_lab06.grading(path) for name, path in paths.items()})
         cls.graded = {name: report(found) for name, found in cls.gradings.items()}
 
     def test_no_hostile_file_passes_hangs_the_grader_or_leaves_a_traceback(self):

@@ -8,7 +8,6 @@ functions.
 """
 
 import json
-import marshal
 import os
 import sys
 import tempfile
@@ -24,8 +23,8 @@ from lab06.grading_checks import lab_checks
 from lab06.process import Reply
 from lab06.report import gradescope, junit, report
 from tests.helpers import MessageAssertions
-from tests.learner_files import (LEARNER, EveryReport, first_fail, grade_source, logical,
-                                  write_sources)
+from tests.learner_files import (LEARNER, EveryReport, InProcess, first_fail, grade_source,
+                                  logical, write_sources)
 
 SCALED = "scores = [[s / math.sqrt(d) for s in row]"
 MASKED = "masked_scores = [[s if ok else -math.inf for s, ok in zip(row, oks)]"
@@ -307,32 +306,6 @@ def mutant(changes):
         assert source.count(line) == 1, line
         source = source.replace(line, instead)
     return source
-
-
-class InProcess:
-    """LearnerProcess for a file of this test's own (a mutant, a careful learner's): the runner's
-    own functions answer in this process, each request and answer through marshal and JSON as
-    they travel, so the grader's checks and diagnoses run without a process per file. Every file
-    that attacks the grader still gets a process of its own."""
-
-    mode, warden_stopped = "subreaper", False
-
-    def __init__(self, path, call_limit, total_limit):
-        self.path, self.module, self.count = os.path.abspath(path), None, 0
-
-    def ask(self, call, *args):
-        self.count += 1
-        request = {"id": self.count, "call": call, "args": marshal.loads(marshal.dumps(list(args)))}
-        saved = list(sys.path)
-        try:
-            self.module, reply = grade_lab06_runner.reply_to(self.module, request, self.path)
-        finally:
-            sys.path[:] = saved
-        return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}))
-
-    def stop(self):
-        for name in [name for name in sys.modules if name.startswith("learner_")]:
-            del sys.modules[name]
 
 
 class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
