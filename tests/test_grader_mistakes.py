@@ -382,8 +382,10 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
         self.assertTrue(passed, "\n".join(lines))
 
     def test_grade_takes_a_head_and_changes_and_names_the_first_mistake(self):
+        """From the command line, each file graded in this process (InProcess)."""
         post_softmax = mutant(MUTANTS["post-softmax masking"][0])
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             head = os.path.join(tmp, "head.json")
             with open(head, "w", encoding="utf-8") as f:
                 f.write('{"X": [[1, 0], [0, 1], [1, 1], [0.5, -1]], "WQ": [[1, 0], [0, 1]], '
