@@ -26,7 +26,7 @@ from lab06.grading_checks import drawn, lab_checks
 from lab06.process import CALL_LIMIT, TOTAL_LIMIT
 from lab06.scaffold import shadowed
 from tests.helpers import HERE, MessageAssertions, run_script
-from tests.learner_files import LEARNER, grade_source, logical, write_sources
+from tests.learner_files import LEARNER, InProcess, grade_source, logical, write_sources
 
 
 def start_with_a_descriptor_closed():
@@ -245,7 +245,9 @@ class Commands(MessageAssertions, unittest.TestCase):
                     self.assertEqual((done.returncode, done.stderr), (0, ""))
             with open(os.path.join(tmp, "attention.py"), "w", encoding="utf-8") as f:
                 f.write(LEARNER)
-            done = run_script("perturb_attention.py", "--grade", os.path.join(tmp, "attention.py"))
+            with mock.patch.object(grade_lab06, "LearnerProcess", InProcess):   # the name is tested
+                done = run_script("perturb_attention.py", "--grade",
+                                  os.path.join(tmp, "attention.py"))
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
     def test_a_grader_without_standard_input_or_error_grades_a_correct_file_right(self):
@@ -267,7 +269,9 @@ class Commands(MessageAssertions, unittest.TestCase):
                 self.assertFalse(os.path.exists(path), flag)
 
     def test_a_file_of_any_name_is_graded_and_a_missing_one_is_one_line(self):
-        with tempfile.TemporaryDirectory() as tmp:
+        """Each file graded in this process (InProcess): its name is what is tested."""
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             for name in ("notes.txt", "no_extension"):
                 with self.subTest(name=name):
                     path = os.path.join(tmp, name)
@@ -305,11 +309,13 @@ class Commands(MessageAssertions, unittest.TestCase):
 
 class TheUntouchedScaffold(MessageAssertions, unittest.TestCase):
     """The scaffold as --scaffold writes it, graded once from the command line with the README's
-    `--seed 721319` and a JUnit report."""
+    `--seed 721319` and a JUnit report, in this process (InProcess): the checks it lists, the
+    report and the seed are tested, not the process."""
 
     @classmethod
     def setUpClass(cls):
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(grade_lab06, "LearnerProcess", InProcess):
             cls.path = os.path.join(tmp, "tiny_attention.py")
             cls.scaffolded = run_script("perturb_attention.py", "--scaffold", cls.path)
             with open(cls.path, encoding="utf-8") as f:
