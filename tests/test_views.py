@@ -105,12 +105,11 @@ class LessonViews(unittest.TestCase):
         self.assertEqual("".join(t["tokens"]), SECOND)
         self.assertEqual(t["changed_sentence"], "the big dog sees a blue hat.")
         self.assertEqual(t["masks"]["causal"]["weight_on_future_row_0"], 0.0)
-        done = run_main(ta.main, "--sentence", SECOND, "--table")
-        self.assertIn("sees", done.stdout)
-        with tempfile.TemporaryDirectory() as out:
+        with tempfile.TemporaryDirectory() as out:      # the table and the picture in one run
             path = os.path.join(out, "dog.svg")
-            done = run_main(ta.main, "--sentence", SECOND, "--svg", path)
+            done = run_main(ta.main, "--sentence", SECOND, "--table", "--svg", path)
             self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("sees", done.stdout)
             with open(path, encoding="utf-8") as f:
                 cells = panels(f.read())[ta.PANEL_TITLES["causal"]][0]
         self.assertEqual(len(cells), len(t["tokens"]) ** 2)
