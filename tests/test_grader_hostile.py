@@ -90,13 +90,16 @@ HOSTILE = {
     "KeyboardInterrupt": ("def matmul(left, right):\n    raise KeyboardInterrupt\n",
                           "matmul raised KeyboardInterrupt (line 51), which is not an Exception"),
     "a loop in C at import": ("x = 10 ** 10 ** 8\n", "the import was stopped after"),
+    # the loops in Python rest as they loop: the grader stops a call that never returns alike,
+    # spinning or not, and the limit's half second is no core's; the loop in C computes
     "a matmul that swallows its IndexError in a loop": (
-        "def matmul(left, right):\n    i = 0\n    while True:\n        try:\n"
-        "            left[i]\n            i += 1\n        except Exception:\n            pass\n",
+        "import time\ndef matmul(left, right):\n    i = 0\n    while True:\n        try:\n"
+        "            left[i]\n            i += 1\n        except Exception:\n"
+        "            time.sleep(0.01)\n",
         "matmul was stopped after"),
     "a message whose __str__ loops": (
-        "class Stubborn(ValueError):\n    def __str__(self):\n        while True:\n"
-        "            pass\ndef matmul(left, right):\n    raise Stubborn()\n",
+        "import time\nclass Stubborn(ValueError):\n    def __str__(self):\n        while True:\n"
+        "            time.sleep(0.01)\ndef matmul(left, right):\n    raise Stubborn()\n",
         "matmul was stopped after"),
     "a thread that exits the process": (
         "import os, threading\nthreading.Thread(target=os._exit, args=(0,)).start()\n"
