@@ -28,7 +28,7 @@ from attention import attention_forward, causal_mask
 from common.export import export_text
 from common.golden import rounded, to_json, write_or_check
 
-from common.safe_io import read_json, write_atomic
+from common.safe_io import STOPPING, read_json, write_atomic
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.model import embed, layer
 from training.model import predict as predict_one_layer
@@ -66,8 +66,6 @@ def _run_keeping_model(seed, steps):
     return measure(model, seed, steps), model_record(model, seed, steps)
 
 
-STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")   # Windows has no SIGHUP
-                 if hasattr(signal, name))     # run_seeds stops its workers on these as on Ctrl-C
 HELD = (signal.SIGINT, *STOPPING)       # held while the pool starts (where the system can)
 
 

@@ -1,9 +1,6 @@
 """The checks at the doors of attention.py, and what the labs' doors share: a number, a size, a
 matrix, a seal. Nothing here computes; common/README.md tables the messages. TypeError for a
-value of the wrong kind, ValueError for a wrong shape, size or number. A number is a plain float
-or int (a subclass could redefine `*`; a bool is refused); a size is checked against
-MAX_POSITIONS and MAX_ENTRIES before anything is made; a cache's Seal holds fingerprints of its
-entries and of the params and x it was made from.
+value of the wrong kind, ValueError for a wrong shape, size or number.
 """
 
 import functools

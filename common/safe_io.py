@@ -1,15 +1,6 @@
-"""Reading and writing files so that nothing is lost: size-limited reads and atomic writes.
-
-    read_text(path)                   a UTF-8 file of at most 8 MB, a leading byte-order mark
-                                      removed and "\r\n" read as "\n", or a ValueError naming it
-    read_json(path, what)             the JSON object such a file holds, read strictly, or a
-                                      ValueError naming the file and what it should be
-    write_atomic(path, text)          a temporary file beside the target, renamed into place, so an
-                                      interrupted write leaves the old file as it was
-    check_output_path(path, own, others)  refuse an empty path, the project's own files (but the
-                                      view own, which the command asking writes itself) and any
-                                      other file the command reads or writes
-    project_files()                   the project's files, as PROJECT_FILES lists them
+"""Reading and writing files so that nothing is lost: size-limited reads (read_text, read_json),
+atomic writes (write_atomic) and outputs that replace none of the project's files nor another
+input or output (check_output_path).
 
 Every file the project reads goes through read_text, and every JSON file through read_json;
 every recorded file, saved tokenizer, SVG and benchmark record through write_atomic. A write that
@@ -230,7 +221,7 @@ def _open_for(file, text):
     return open(file, "w", encoding="utf-8", newline="\n")
 
 
-_STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -240,7 +231,7 @@ def _raising_on_signals():
     def stop(signum, frame):
         raise SystemExit(128 + signum)
     try:
-        previous = [(number, signal.signal(number, stop)) for number in _STOPPING]
+        previous = [(number, signal.signal(number, stop)) for number in STOPPING]
     except ValueError:        # not the main thread: signals cannot be caught here
         yield
         return
