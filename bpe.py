@@ -15,7 +15,6 @@ Left out: characters outside the alphabet (ValueError), bytes, Unicode normaliza
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
 from common.checks import check_callable, said
-import contextlib
 import functools
 import gc
 import heapq
@@ -244,9 +243,8 @@ class Tokenizer:
     def load(cls, path):
         """Read a saved tokenizer, strictly: "version" the integer 1, "alphabet" a list of distinct
         one-character strings, "merges" a list of two-element lists of known tokens. Raises
-        ValueError naming the file and what is wrong with it (bad JSON or UTF-8, an over-long
-        number, over-deep nesting, a file over the size cap included), and OSError when it cannot
-        be read."""
+        ValueError naming the file and what is wrong with it (read_json's reasons too), and OSError
+        when it cannot be read."""
         data = read_json(path, "a tokenizer")   # raises TypeError for a path that is no file name
         name = os.path.basename(path)
         version = data.get("version")
@@ -336,8 +334,13 @@ def train(text, vocab_size, progress=None):
     Raises TypeError, or ValueError for an empty text or a vocab_size below the alphabet's."""
     alphabet = _check_training_input(text, vocab_size)
     check_callable("progress", progress, optional=True)
-    with _collector_paused():   # it would walk the many small tuples made here; none is a cycle
+    collecting = gc.isenabled()
+    gc.disable()        # the collector would walk the many small tuples made here; none is a cycle
+    try:
         merges = _learn_merges(text, alphabet, vocab_size, progress)
+    finally:
+        if collecting:
+            gc.enable()
     return Tokenizer(alphabet, merges)
 
 
@@ -418,18 +421,6 @@ def _learn_merges(text, alphabet, vocab_size, progress):
         if progress:
             progress(len(vocab))
     return merges
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector off, then back as it was."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def _check_training_input(text, vocab_size):
