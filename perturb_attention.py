@@ -6,9 +6,7 @@
     python3 perturb_attention.py --table [CHANGE FLAGS]        Part 2: the menu, or a change
     python3 perturb_attention.py --table --all | --html FILE | --export FILE
     python3 perturb_attention.py --predict FILE [--submission S]   a predictions sheet, checked
-    python3 perturb_attention.py --scaffold FILE | --grade FILE [--report FORMAT OUT]
-                                            Part 3; --grade exits 0 all pass, 1 a FAIL, 2 a
-                                            command line it cannot use, 3 a fault of its own
+    python3 perturb_attention.py --scaffold FILE | --grade FILE [--report FORMAT OUT]   Part 3
     python3 perturb_attention.py [--head FILE] [--values ROWS] [CHANGE FLAGS] [--bug B]   Part 4
 
 The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every weight a ratio
@@ -247,18 +245,6 @@ def _refuse_conflicts(parser, args):
                          f"line per check; drop {', '.join(extras)}")
 
 
-def _check_views_fit(args, head):
-    """Refuse a head of more than MAX_TOKENS positions with a view or --grade, before any work."""
-    views = [flag for flag, given in (("--table", args.table), ("--svg", args.svg),
-                                      ("--html", args.html), ("--grade", args.grade)) if given]
-    T = len(head["X"])
-    if views and T > MAX_TOKENS:
-        raise ValueError(f"{os.path.basename(args.head)} has {T} positions: "
-                         f"{' and '.join(views)} take{'s' * (len(views) == 1)} heads of at most "
-                         f"{MAX_TOKENS}; without {'it' if len(views) == 1 else 'them'}, the "
-                         f"head prints as JSON")
-
-
 def main(argv=None):
     parser = trace_parser("Lab 06: compute one attention head, then perturb it. Positions in the "
                           "flags count from 1, as the lab does; a number may be a fraction such "
@@ -333,7 +319,8 @@ def _predict(args):
 
 
 def _head(args):
-    """The head the flags name (--head's, else the lab's, with --values), fitting the views."""
+    """The head the flags name (--head's, else the lab's, with --values), refused with a view or
+    --grade when it has more than MAX_TOKENS positions."""
     head = lab06.read_head(args.head) if args.head is not None else HEAD
     if args.values is not None:
         try:
@@ -341,7 +328,14 @@ def _head(args):
         except (ValueError, TypeError) as e:
             raise ValueError(f"--values: {e} (rows a,b/c,d/...: '/' between rows, ',' "
                              f"between numbers)") from None
-    _check_views_fit(args, head)
+    views = [flag for flag, given in (("--table", args.table), ("--svg", args.svg),
+                                      ("--html", args.html), ("--grade", args.grade)) if given]
+    T = len(head["X"])
+    if views and T > MAX_TOKENS:
+        raise ValueError(f"{os.path.basename(args.head)} has {T} positions: "
+                         f"{' and '.join(views)} take{'s' * (len(views) == 1)} heads of at most "
+                         f"{MAX_TOKENS}; without {'it' if len(views) == 1 else 'them'}, the "
+                         f"head prints as JSON")
     return head
 
 
