@@ -10,13 +10,12 @@ The sentence, tokens, x and params come from attention-trace.json (two decimals 
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
-from common import checks
+from common.cli import OneLineParser, guarded, show
 import os
 import sys
 from textwrap import fill
 
 from attention import MASK_MODES, attention_forward
-from common.cli import OneLineParser, guarded, show
 from common.golden import to_json, write_or_check
 from common.safe_io import read_json
 from common.views import positions_text, text_table, token_labels
@@ -40,12 +39,10 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
         if type(sentence) is not str:
             raise TypeError(f"the sentence must be a str, got {type(sentence).__name__}")
         token_labels(tokens)                        # a list of token strings
-        d_model, _ = checks.check_params(params)
-        rows, _ = checks.check_matrix("x", x, cols=d_model, label="input")
-        if rows != len(tokens):
-            raise ValueError(f"expected one row of x per token, got {rows} rows and "
+        attention_forward(params, x)                # params and x the layer can run on
+        if len(x) != len(tokens):
+            raise ValueError(f"expected one row of x per token, got {len(x)} rows and "
                              f"{len(tokens)} tokens")
-        attention_forward(params, x)                # numbers the layer can run on
     except (ValueError, KeyError, TypeError) as e:     # JSON that is not a trace
         raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
                          f"run trace_attention.py --write") from None

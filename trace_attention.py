@@ -98,9 +98,8 @@ def inputs(tokenizer, text, embedding, what="the sentence"):
     if not ids:
         raise ValueError(f"{what} {text!r} has no token: expected at least one")
     if len(ids) > MAX_TOKENS:
-        shown = _shown(text)
-        raise ValueError(f"{what} {shown} has {len(ids)} tokens: the trace and its views take at "
-                         f"most {MAX_TOKENS}")
+        raise ValueError(f"{what} {_shown(text)} has {len(ids)} tokens: the trace and its views "
+                         f"take at most {MAX_TOKENS}")
     return ids, [list(embedding[i]) for i in ids]
 
 

@@ -314,8 +314,6 @@ def fail(message):
 
 
 MAX_MESSAGE = 1000      # characters of an error line: a message that quotes a huge input is cut
-
-
 LINE_BREAKS = {ord(ch): repr(ch)[1:-1] for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
