@@ -302,7 +302,8 @@ def guarded(action):
     except RecursionError:
         return fail("a file is nested too deeply to read")
     except KeyboardInterrupt:      # Ctrl-C: a write under way has already put the old file back
-        return interrupted()
+        fail("interrupted")
+        return 130                 # as a shell gives a process that SIGINT ended
     except MemoryError:
         return fail("out of memory: the input is too large")
 
@@ -325,9 +326,3 @@ def one_line(message):
     """
     message = message.translate(LINE_BREAKS)
     return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 1] + "…"
-
-
-def interrupted():
-    """Ctrl-C's one line, and its exit status 130, as a shell gives a process SIGINT ended."""
-    fail("interrupted")
-    return 130
