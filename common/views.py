@@ -168,14 +168,6 @@ def colour(w):
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _sizes(n):
-    """Cell size, decimals (4, or 2 for a long sentence) and font size (9 px or more), n × n."""
-    cell = max(30, min(56, 336 // max(n, 1)))
-    decimals = 4 if cell >= 56 else 2
-    font = min(13.0, (cell - 6) / (0.62 * (decimals + 2)))
-    return cell, decimals, max(9.0, round(font, 1))
-
-
 def _text_width(text, font):
     return len(text) * font * 0.62
 
@@ -183,7 +175,9 @@ def _text_width(text, font):
 def _draw_panel(p, x0, y0):
     """(SVG elements, width, height) of one panel with its top-left corner at (x0, y0)."""
     n_rows, n_cols = len(p["rows"]), len(p["cols"])
-    cell, decimals, font = _sizes(max(n_rows, n_cols))
+    cell = max(30, min(56, 336 // max(n_rows, n_cols)))
+    decimals = 4 if cell >= 56 else 2       # 2 for a long sentence
+    font = max(9.0, round(min(13.0, (cell - 6) / (0.62 * (decimals + 2))), 1))
     label_font = max(font, 11.0)
     left = 24 + max(_text_width(r, label_font) for r in p["rows"])
     col_label_height = 10 + max(_text_width(c, label_font) for c in p["cols"]) * 0.71

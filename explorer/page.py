@@ -1,8 +1,5 @@
-"""The explorer: one HTML file in which a learner moves through a trace, number by number.
-
-    lesson_page(params, x, tokens, sentence)          the lesson's page: the three mask modes
-    explored(maps, rows, cols, side, exact)           what a page embeds (Lab 06's lab_page too)
-    page_html(title, note, command, switch, data)     the page around it, with explorer.css/.js
+"""The explorer: one HTML file in which a learner moves through a trace, number by number: the
+lesson's (lesson_page) and, from explored and page_html, Lab 06's.
 
 The page shows the weights (T, S) as a heatmap, mixed (T, d_head) beside it, and each cell's
 arithmetic with its numbers, computed and formatted here and embedded as JSON: the page's script
