@@ -217,12 +217,10 @@ def _refuse_conflicts(parser, args):
         if extras:
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
-    elif not changes and args.grade is None and args.scaffold is None and not args.json and \
-            args.bug and not own:
+    elif not changes and args.grade is None and not args.json and args.bug and not own:
         parser.error("--bug on the head before any change is Part 1's answer: add --baseline "
                      "(or a change, to see what it does to the bug)")
-    if args.table and not args.baseline and not changes and args.grade is None and \
-            args.scaffold is None and own:
+    if args.table and not args.baseline and not changes and args.grade is None and own:
         parser.error(f"--table prints what a change does, and {' and '.join(own)} is no "
                      f"change: add --baseline for the head's own tables, or a change")
     if args.report is not None and args.grade is None:

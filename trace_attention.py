@@ -157,7 +157,6 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
 PANEL_TITLES = {"causal": "causal mask", "none": "no mask: the future leaks",
                 "zero": "zero-score bug: future scores 0.0"}
 
-
 INTERMEDIATES = ("x", "q", "k", "v", "scores", "weights", "mixed", "out")
 CAPTIONS = {"x": "x: the input rows, one per token (T, d_model)",
             "q": "q = x·Wq (T, d_head)", "k": "k = x·Wk (T, d_head)", "v": "v = x·Wv (T, d_head)",
