@@ -21,7 +21,7 @@ from math import fsum
 from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
-from benchmarks.reference import listing
+from benchmarks.reference import best_of, listing
 from kv_cache.step import cache_multiply_adds, recompute_multiply_adds, steps
 
 D_MODEL, D_HEAD = 64, 16
@@ -32,16 +32,6 @@ def multiply_adds(T):
     """Multiply-adds of one forward + backward pass: four projections and their backward products,
     six (T, T) products of d_head per pair, and the softmax backward's Σ a·da."""
     return 12 * T * D_MODEL * D_HEAD + 6 * T * T * D_HEAD + T * T
-
-
-def best_of(runs, fn, *args):
-    """The fastest of runs runs of fn(*args), and the last result."""
-    best, result = math.inf, None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def fsum_rate(n=4096, repeats=200):

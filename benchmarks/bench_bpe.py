@@ -13,9 +13,8 @@ import importlib.util
 import os
 import sys
 import time
-from collections import Counter
 
-from benchmarks.reference import corpus
+from benchmarks.reference import best_of, corpus
 from bpe import recount_merges, train, train_plain, word_counts
 from common.safe_io import read_text
 
@@ -55,16 +54,6 @@ def train_rust(text, vocab_size):
     start = time.perf_counter()
     tok.train_from_iterator(lines, trainer)
     return time.perf_counter() - start, set(tok.get_vocab())
-
-
-def best_of(runs, fn, *args):
-    """The fastest of runs runs of fn(*args), the least disturbed, and the last result."""
-    times, result = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = fn(*args)
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def main(argv=None):
