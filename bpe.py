@@ -337,14 +337,14 @@ def train(text, vocab_size, progress=None):
     collecting = gc.isenabled()
     gc.disable()        # the collector would walk the many small tuples made here; none is a cycle
     try:
-        merges = _learn_merges(text, alphabet, vocab_size, progress)
+        merges = learn_merges(text, alphabet, vocab_size, progress)
     finally:
         if collecting:
             gc.enable()
     return Tokenizer(alphabet, merges)
 
 
-def _learn_merges(text, alphabet, vocab_size, progress):
+def learn_merges(text, alphabet, vocab_size, progress):
     """train's loop: the merges, as (left token, right token) pairs in order."""
     ids = {ch: i for i, ch in enumerate(alphabet)}
     vocab = list(alphabet)

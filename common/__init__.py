@@ -10,7 +10,8 @@ import sys
 
 def _door():
     """True when the program is one of the project's own files (common/project-files.txt) of the
-    top folder, benchmarks/ or tests/: Lab 06's runner, in lab06/, runs a learner's file."""
+    top folder, benchmarks/ or tests/: the doors. A script inside another folder may run a
+    learner's code, whose Ctrl-C is the learner's."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     try:
         name = os.path.relpath(os.path.realpath(sys.modules["__main__"].__file__), here)

@@ -88,10 +88,10 @@ def _vector(name, values, exact=False):
     return pieces
 
 
-def _softmax_terms(scores_row):
+def softmax_terms(scores_row):
     """(max, exps, Σ) of one row of scores, the steps softmax_row takes, to the last bit.
 
-    >>> _softmax_terms([0.0, math.log(2), -math.inf])
+    >>> softmax_terms([0.0, math.log(2), -math.inf])
     (0.6931471805599453, [0.5, 1.0, 0.0], 1.5)
     """
     top = max(scores_row)
@@ -99,7 +99,7 @@ def _softmax_terms(scores_row):
     return top, exps, fsum(exps)
 
 
-def _score_terms(q_i, k_j):
+def score_terms(q_i, k_j):
     """(products, scale) of one score, the steps attention_core takes, to the last bit."""
     return [a * b for a, b in zip(q_i, k_j)], 1 / math.sqrt(len(q_i))
 
@@ -122,7 +122,7 @@ def _cell_lines(m, i, j, terms, rows, cols, side, exact):
         lines.append(["score   s = ", *_shown("score", s), ": the bug writes this where the mask "
                       f"means −∞, whatever q{I}·k{J} is"])
     else:
-        products, scale = _score_terms(q[i], k[j])
+        products, scale = score_terms(q[i], k[j])
         d = len(products)
         first = [f"score   s = (q{I}·k{J}) × 1/√{d} = ("]
         second = ["        = ("]
@@ -164,7 +164,7 @@ def _row_lines(m, i, side, exact):
 
 # ---- the maps: the lesson's mask modes ----------------------------------------------------------
 
-def _lesson_maps(params, x):
+def lesson_maps(params, x):
     """One map per mask mode, each from attention_forward(params, x, mode)."""
     maps, T = [], len(x)
     for mode in MASK_MODES:
@@ -188,7 +188,7 @@ def explored(maps, rows, cols, side, exact):
     for m in maps:
         cells, arithmetic = [], []
         for i, scores_i in enumerate(m["scores"]):
-            terms = _softmax_terms(scores_i)
+            terms = softmax_terms(scores_i)
             cells.append([_cell(m, i, j) for j in range(len(cols))])
             arithmetic.append([_cell_lines(m, i, j, terms, rows, cols, side[1], exact)
                                for j in range(len(cols))])
@@ -305,5 +305,5 @@ def lesson_page(params, x, tokens, sentence):
             "and written in by trace_attention.py --html; the page's script only shows them. "
             "Untrained, seeded weights; positions count from 1.")
     return page_html(f"Causal self-attention on {sentence!r}", note, "trace_attention.py --html",
-                     "mask", explored(_lesson_maps(params, x), labels, labels, ("mixed", "mixed"),
+                     "mask", explored(lesson_maps(params, x), labels, labels, ("mixed", "mixed"),
                                       exact=False))

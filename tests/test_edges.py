@@ -255,13 +255,13 @@ class Tokenizers(MessageAssertions, unittest.TestCase):
                                    "surrogate pair", trainer, "ab\udc80c", 10)
 
     def test_training_on_one_long_word_takes_a_linear_number_of_steps(self):
-        """The lines _learn_merges runs, for a word of n and of 2n letters: twice as many, give or
+        """The lines learn_merges runs, for a word of n and of 2n letters: twice as many, give or
         take. Before, each merge visited the word once for every time it was listed, and deleted
         in place (its tail moved at every merge): 0.7, 3.1 and 10.5 million lines for 1000, 2000
         and 4000 letters, against 32, 62 and 123 thousand now."""
         def steps(text):
             count = 0
-            code = bpe._learn_merges.__code__
+            code = bpe.learn_merges.__code__
 
             def local(frame, event, arg):
                 nonlocal count

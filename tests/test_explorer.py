@@ -189,10 +189,10 @@ class EmbeddedNumbersAreTheTraces(unittest.TestCase):
     def test_each_cells_terms_give_back_the_cores_numbers_to_the_last_bit(self):
         params, x, _ = lesson_runs()[1]
         result = lab06.lab()
-        maps = explorer._lesson_maps(params, x) + lab_explorer.lab_maps(lab06.cases(result))
+        maps = explorer.lesson_maps(params, x) + lab_explorer.lab_maps(lab06.cases(result))
         for m in maps:
             for i, scores_i in enumerate(m["scores"]):
-                top, exps, total = explorer._softmax_terms(scores_i)
+                top, exps, total = explorer.softmax_terms(scores_i)
                 weights = [e / total for e in exps]
                 self.assertEqual(weights, softmax_row(scores_i), (m["key"], i))
                 zeroed = m["zeroed"] or [[False] * len(weights)] * len(m["scores"])
@@ -200,7 +200,7 @@ class EmbeddedNumbersAreTheTraces(unittest.TestCase):
                                  m["weights"][i], (m["key"], i))
                 for j, s in enumerate(scores_i):
                     if not m["blocked"][i][j]:
-                        products, scale = explorer._score_terms(m["q"][i], m["k"][j])
+                        products, scale = explorer.score_terms(m["q"][i], m["k"][j])
                         self.assertEqual(fsum(products) * scale, s, (m["key"], i, j))
                 for c, mixed in enumerate(m["mixed"][i]):
                     self.assertEqual(fsum(w * v_j[c] for w, v_j in zip(m["weights"][i], m["v"])),

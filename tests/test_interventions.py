@@ -99,7 +99,7 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
         record = model_record(small_model(), SEED, STEPS)
         # the model read_model keeps is put back after: the recorded one, which the other tests
         # read, is not parsed again for them
-        with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(recorded_model._last_read):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(recorded_model.last_read):
             path = os.path.join(tmp, "trained-model.json")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(to_json(record))

@@ -61,15 +61,15 @@ def read_model(path):
     """model_from_record of the JSON file at path, parsed and checked once for a text read again
     (the weights copied). Raises ValueError naming the file, and OSError when it cannot be read."""
     text = read_text(path)
-    if _last_read.get("text") != text:
+    if last_read.get("text") != text:
         record = read_json(path, "a trained model", then="run train_attention.py --write",
                            text=text)
-        _last_read.update(text=text, model=model_from_record(record, os.path.basename(path)))
-    model = _last_read["model"]
+        last_read.update(text=text, model=model_from_record(record, os.path.basename(path)))
+    model = last_read["model"]
     return dict(model, params={name: [list(row) for row in matrix]
                                for name, matrix in model["params"].items()})
 
 
-_last_read = {}     # the text read_model last read, and the model it made
+last_read = {}     # the text read_model last read, and the model it made
 
 
