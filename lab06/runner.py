@@ -20,16 +20,10 @@ grader reads from an untrusted process:
 {"id": n, "value": ..., "edited": [numbers of the arguments the call changed]}, or
 {"id": n, "raised": {"type", "kind", "message", "line", "file"}}, or {"id": n, "missing": true}.
 
-The answers must be the file's own. The "import" request carries the (device, inode) pairs of the
-project's files and folders (process.py's project_inodes), and before the file is imported an audit
-hook (watch) ends the process at the first thing its code may not do, opening one of them, starting
-another program or rewriting the runner's functions, after telling the grader {"not_own": [what it
-did, to what]}.
-
-A value travels as it is where it is plain: a list stays a list, a dict with string keys a dict,
-an int or a float (the types themselves) a number. Anything else, a bool, a tuple, a float
-subclass, None, becomes a string "<type ...>", so that the grader can name what came; so does a
-list beyond the MAX_ITEMS entries an answer may hold, "<list of N>", unread.
+The answers must be the file's own: the "import" request carries the (device, inode) pairs of the
+project's files and folders (process.py's project_inodes), and watch() ends the process at the
+first thing the file's code may not do. A value travels as plain() keeps it, so that the grader
+can name what came.
 
 Before the learner's code runs, the two channels move to descriptors of their own and 0, 1 and 2
 point at the null device, so what the code prints or reads never mixes with the answers; every
@@ -50,10 +44,8 @@ from builtins import (BaseException, Exception, NotImplementedError, SyntaxError
                       ValueError, abs, all, bool, callable, compile, dict, enumerate, exec, float,
                       getattr, int, isinstance, len, list, next, open, str, type)
 
-try:
-    import _signal as signal    # signal's own C module, its names without signal's enums:
-except ImportError:             # those were most of what a warden imports, once a grading
-    import signal
+import _signal as signal    # signal's own C module (signal.py needs it too), its names without
+                            # signal's enums: those were most of what a warden imports
 
 MEMORY_LIMIT = 2 ** 30    # bytes of address space: a runaway list ends in MemoryError
 DEPTH = 4                 # a value nested deeper than any answer asked for is not sent whole
@@ -142,7 +134,6 @@ def raised(error, path):
     except BaseException:         # a message that cannot be shown is not the grader's problem
         message = "(its message cannot be shown)"
     line = error.lineno if isinstance(error, SyntaxError) else None
-    # a syntax error in a module the file imports is that module's, at its own line
     elsewhere = isinstance(error, SyntaxError) and error.filename != path
     trace = error.__traceback__
     while trace is not None and not elsewhere:
@@ -314,14 +305,11 @@ def _stop(signum, frame):
 
 
 def warden(requests, answers, path):
-    """Start the runner on the descriptors requests and answers; report "runner PID MODE" and,
-    when the runner ends, "exit CODE" on standard output; when standard input ends or a signal
-    comes, kill every descendant (MODE "subreaper") or the runner's group (MODE "group"), reap
-    them all, and return."""
+    """Start the runner on the descriptors requests and answers, report "runner PID MODE" (MODE
+    "subreaper" or "group") and "exit CODE", and stop as the module docstring says."""
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     for name in STOP_SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stop)
+        signal.signal(getattr(signal, name), _stop)
     runner = None
     try:
         runner = os.fork()               # a fork, not a second Python: it starts at once
@@ -329,8 +317,7 @@ def warden(requests, answers, path):
             try:
                 os.setsid()
                 for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
-                    if hasattr(signal, name):
-                        signal.signal(getattr(signal, name), signal.SIG_DFL)
+                    signal.signal(getattr(signal, name), signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 os.dup2(requests, 0)
                 os.dup2(answers, 1)
@@ -359,8 +346,7 @@ def warden(requests, answers, path):
         pass
     finally:
         for name in STOP_SIGNALS:
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), signal.SIG_IGN)
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
         if runner:
             _kill_all(runner, subreaper)
 
