@@ -45,10 +45,8 @@ def _fill_standard_descriptors():
 
 
 class LearnerProcess:
-    """The learner's file in a process of its own, asked one call at a time, below a warden process
-    (runner.py --warden) that stops it and everything it started once this grading ends, however
-    it ends. Answers are the runner's dicts. Raises Stopped when the process runs out of time,
-    ends, or answers out of turn; it is killed then, with everything it started."""
+    """The learner's process of the module docstring, asked one call at a time; answers are the
+    runner's dicts. Once it raises Stopped (also for an answer out of turn), all is killed."""
 
     def __init__(self, path, call_limit, total_limit):
         self.call_limit, self.total_limit = call_limit, total_limit
