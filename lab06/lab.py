@@ -362,8 +362,6 @@ def lab():
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
         *inputs_of(runs["future_key_perturbation"]))[1]
 
-    # Checks: the same weights with every value shifted; two different maps with one mixture; and
-    # the softmax's indifference to a constant added to a row.
     shifted = run(HEAD, [shift_values(VALUE_SHIFT)])
     offset_weights = run(HEAD, [offset_scores(i, SCORE_OFFSET)
                                 for i in range(1, len(X) + 1)])["weights"]
@@ -445,8 +443,6 @@ def with_values(head, values):
     return own
 
 
-
-
 def experiment(head, changes=(), bugs=()):
     """The head and its baseline; with changes, the one intervention they make together; with bugs
     (names in BUGS), each buggy procedure, after the changes of Q, K, V and the mask when there are
@@ -480,10 +476,6 @@ def position_labels(T):
     return [f"x{subscript(i + 1)}" for i in range(T)]
 
 
-def _blocked(allowed):
-    return [[not ok for ok in row] for row in allowed]
-
-
 def cases(result):
     """Each map a view shows, made of the runs of result (what lab() or experiment() returned):
     key (baseline, an intervention's name, intervention, or a bug's name as --bug takes it),
@@ -498,7 +490,7 @@ def cases(result):
         return f"Z changed at {', '.join(labels[i] for i in rows)}" if rows else "Z unchanged"
 
     def case(key, changes, after, title, subtitle, section, before):
-        blocked = _blocked(after["allowed"])
+        blocked = [[not ok for ok in row] for row in after["allowed"]]
         zeroed = blocked if key == "post-softmax" else None
         return {"key": key, "changes": changes, "run": after, "title": title, "subtitle": subtitle,
                 "scores": None if key in BUGS else after["masked_scores"],
