@@ -59,10 +59,6 @@ def written(x, units=()):
     return _times(fraction, unit) if unit else str(fraction)
 
 
-def exact(x):
-    return written(x)
-
-
 def in_ln2(x):
     return written(x, ["ln 2"])
 

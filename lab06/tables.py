@@ -10,7 +10,7 @@ import math
 from common.golden import changed_rows
 from common.views import heatmaps_svg, panel, text_table
 from lab06 import lab as lab06
-from lab06.exact import exact, in_c, in_ln2
+from lab06.exact import in_c, in_ln2, written
 from lab06.lab import HEAD, cases, position_labels, subscript, vector_text
 
 
@@ -25,7 +25,7 @@ def softmax_sums(case, labels):
     for scores, hatched in zip(case["scores"], case["hatched"]):
         try:
             exps = [math.exp(scores[j]) for j in _reads(hatched)]
-            shown = [", ".join(exact(e) for e in exps), exact(math.fsum(exps))]
+            shown = [", ".join(written(e) for e in exps), written(math.fsum(exps))]
         except OverflowError:
             shown = ["beyond float range", "beyond float range: the shift is what makes it work"]
         rows.append([", ".join(labels[j] for j in _reads(hatched))] + shown)
@@ -38,11 +38,12 @@ def scaled_values(case, values, labels):
     for i, (weights, hatched, z) in enumerate(zip(case["weights"], case["hatched"],
                                                   case["output"])):
         reads = _reads(hatched)
-        terms = " + ".join(f"{exact(weights[j])}·{vector_text(values[j], exact)}" for j in reads)
-        products = " + ".join(vector_text([weights[j] * x for x in values[j]], exact)
+        terms = " + ".join(f"{written(weights[j])}·{vector_text(values[j], written)}"
+                           for j in reads)
+        products = " + ".join(vector_text([weights[j] * x for x in values[j]], written)
                               for j in reads)
         lines.append(f"z{subscript(i + 1)} = {terms} = "
-                     + (f"{products} = " if len(reads) > 1 else "") + vector_text(z, exact))
+                     + (f"{products} = " if len(reads) > 1 else "") + vector_text(z, written))
     return "\n".join(lines)
 
 
@@ -85,7 +86,7 @@ def _shown(case):
 
 
 def _fractions(matrix):
-    return [[exact(w) if isinstance(w, float) else w for w in row] for row in matrix]
+    return [[written(w) if isinstance(w, float) else w for w in row] for row in matrix]
 
 
 def part_one_table(result, head=HEAD):
@@ -121,14 +122,14 @@ def part_one_table(result, head=HEAD):
     for case in bugs:
         section = result[lab06.BUGS[case["key"]][0]]
         lines += [case["title"]] + [
-            f"  {which} sums: {', '.join(exact(x) for x in section[which + '_sums'])}"
+            f"  {which} sums: {', '.join(written(x) for x in section[which + '_sums'])}"
             for which in ("row", "column") if which + "_sums" in section] + [
             "  A as fractions:", table(_fractions(_shown(case)), labels),
             "  Z:", table(_fractions(case["output"])), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _moved(name, i, old, new, shown=exact):
+def _moved(name, i, old, new, shown=written):
     """"  z₃: [3/2, 3] → [8/5, 12/5], moved by [1/10, -3/5]": one row before → after."""
     line = f"  {name}{subscript(i + 1)}: {vector_text(old, shown)} → {vector_text(new, shown)}"
     if all(math.isfinite(x) for x in old + new):
@@ -149,7 +150,7 @@ def _changed_rows(case, before):
             lines.append(f"  {name.upper()}: no row changed")
         lines += [_moved(name, i, before[key][i], case[key][i]) for i in rows]
         if key == "output":
-            lines += [f"  z{subscript(i + 1)}: {vector_text(case['output'][i], exact)}, unchanged"
+            lines += [f"  z{subscript(i + 1)}: {vector_text(case['output'][i], written)}, unchanged"
                       for i in case["weight_rows"] if i not in rows]
         largest = max((abs(b - a) for i in rows for a, b in
                        zip(before[key][i], case[key][i])), default=0.0)
