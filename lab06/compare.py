@@ -74,7 +74,8 @@ def mismatch(got, want, what, blocked=None, blocked_value=None):
     'weights row 1, column 2: expected 0.5 (1/2), got 0.25 (1/4)'
     """
     if unread(got) is not None:
-        return f"{what}: an answer of {unread(got):,} rows for a {_shape(want)} matrix"
+        return (f"{what}: an answer of {unread(got):,} rows for a ({len(want)}, {len(want[0])}) "
+                f"matrix")
     if type(got) is not list or len(got) != len(want):
         return f"{what}: expected a list of {len(want)} rows, got {came(got)}"
     for i, (got_row, want_row) in enumerate(zip(got, want)):
@@ -86,10 +87,6 @@ def mismatch(got, want, what, blocked=None, blocked_value=None):
         if problem:
             return problem
     return None
-
-
-def _shape(matrix):
-    return f"({len(matrix)}, {len(matrix[0]) if matrix else 0})"
 
 
 def row_mismatch(got, want, blocked=None):

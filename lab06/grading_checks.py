@@ -226,17 +226,12 @@ def _afresh(problem, what, seed):
                         f"again): {problem}")
 
 
-def _shape_of(head):
-    q, k, v, _ = head
-    return (f"a head of {len(q)} quer{'y' if len(q) == 1 else 'ies'} and {len(k)} sources, "
-            f"Q and K {len(q[0])} wide, V {len(v[0])} wide")
-
-
 def _drawn_heads(learner, heads, seed):
-    for head in heads:
-        problem = _all_parts(learner, head)
+    for q, k, v, allowed in heads:
+        problem = _all_parts(learner, (q, k, v, allowed))
         if problem:
-            return _afresh(problem, _shape_of(head), seed)
+            return _afresh(problem, f"a head of {len(q)} quer{'y' if len(q) == 1 else 'ies'} and "
+                           f"{len(k)} sources, Q and K {len(q[0])} wide, V {len(v[0])} wide", seed)
     return None
 
 

@@ -80,8 +80,7 @@ def masked_score_mistakes(scores, allowed):
                 for i, row in enumerate(scores)]
     square = len(scores) == len(scores[0])
     return [
-        (ZERO_FILL,
-         lambda: masked(lambda i, j: allowed[i][j], 0.0)),
+        (ZERO_FILL, lambda: masked(lambda i, j: allowed[i][j], 0.0)),
         (INVERTED, lambda: masked(lambda i, j: not allowed[i][j])),
         ("the mask is read as allowed[j][i]: the row is the query, the column the source",
          lambda: masked(lambda i, j: square and allowed[j][i])),
@@ -139,8 +138,7 @@ def weight_mistakes(q, k, v, allowed):
         ("the softmax is taken over each column (over the destinations); take it over each row, "
          "over the sources one query may read",
          lambda: lab06.softmax_over_destinations(q, k, v, allowed)[0]),
-        (ZERO_FILL,
-         lambda: weights(blocked_score=0.0)),
+        (ZERO_FILL, lambda: weights(blocked_score=0.0)),
         ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
          "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
         (INVERTED, lambda: weights(allowed=[[not ok for ok in row] for row in allowed])),

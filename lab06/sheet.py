@@ -166,8 +166,6 @@ def _numbers_difference(answer, expected, units, where=(), depth=None):
     except ValueError as e:
         raise ValueError(f"{_place(where, depth)}: {e}") from None
     right = exact_form(expected, units)
-    if right is None:
-        raise ValueError(f"the lab's {_place(where, depth)} has no exact form to compare with")
     if form == right:
         return None
     place = _place(where, depth)
