@@ -35,16 +35,6 @@ def exact_form(x, units=()):
     return None
 
 
-def _times(fraction, unit):
-    """"2c", "c", "-c", "1/2·c", "0" for fraction·unit."""
-    if fraction == 0:
-        return "0"
-    if abs(fraction) == 1:
-        return ("-" if fraction < 0 else "") + unit
-    joiner = "·" if fraction.denominator > 1 else ("" if len(unit) == 1 else " ")
-    return f"{fraction}{joiner}{unit}"
-
-
 def written(x, units=()):
     """x as a view writes it: a small fraction if it is one, else a small fraction of one of units
     ("ln 2", "c"), else 4 decimals; −∞ as −∞.
@@ -56,7 +46,12 @@ def written(x, units=()):
     if form is None or form == -math.inf:
         return number(x)
     fraction, unit = form
-    return _times(fraction, unit) if unit else str(fraction)
+    if not unit:
+        return str(fraction)
+    if abs(fraction) == 1:
+        return ("-" if fraction < 0 else "") + unit
+    joiner = "·" if fraction.denominator > 1 else ("" if len(unit) == 1 else " ")
+    return f"{fraction}{joiner}{unit}"
 
 
 def in_ln2(x):
