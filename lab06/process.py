@@ -33,17 +33,6 @@ class Stopped(Exception):
     """The learner's process can answer no more; the message says why, in a few words."""
 
 
-def _fill_standard_descriptors():
-    """The null device on each of descriptors 0, 1 and 2 that is closed (`2>&-`): else a pipe
-    takes that number, and the warden, which points 0, 1 and 2 at the null device before the
-    learner's code runs, cuts the grader's channel."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            os.open(os.devnull, os.O_RDWR)      # the lowest free number: fd itself
-
-
 class LearnerProcess:
     """The learner's process of the module docstring, asked one call at a time; answers are the
     runner's dicts. Once it raises Stopped (also for an answer out of turn), all is killed."""
@@ -56,7 +45,13 @@ class LearnerProcess:
         self.answers, self.requests, self.reports = queue.Queue(), queue.Queue(), queue.Queue()
         # a subreaper: were the warden stopped, what the file started would be orphaned here
         runner.prctl(runner.PR_SET_CHILD_SUBREAPER, 1)
-        _fill_standard_descriptors()
+        # the null device on each of 0, 1 and 2 that is closed (`2>&-`): else a pipe takes that
+        # number, and the warden, pointing 0, 1 and 2 at the null device, cuts the channel
+        for fd in (0, 1, 2):
+            try:
+                os.fstat(fd)
+            except OSError:
+                os.open(os.devnull, os.O_RDWR)      # the lowest free number: fd itself
         requests_in, requests_out = os.pipe()
         answers_in, answers_out = os.pipe()
         control_in, self.control = os.pipe()

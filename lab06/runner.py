@@ -197,16 +197,6 @@ def _bytes_of(value, dumps=marshal.dumps):
         return None
 
 
-def _limit_memory():
-    try:
-        import resource
-        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-        limit = MEMORY_LIMIT if hard == resource.RLIM_INFINITY else min(MEMORY_LIMIT, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, ValueError, OSError):     # not on this system: the time limit still holds
-        pass
-
-
 # ---- the watch: the answers must be the file's own ---------------------------------------------
 
 STARTS = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"})
@@ -387,7 +377,13 @@ def serve(path):
     quiet = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(quiet, fd)
-    _limit_memory()
+    try:
+        import resource
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        limit = MEMORY_LIMIT if hard == resource.RLIM_INFINITY else min(MEMORY_LIMIT, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):     # not on this system: the time limit still holds
+        pass
 
     def answer(message):
         answers.write(to_json(message).encode("utf-8") + b"\n")
