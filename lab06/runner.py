@@ -161,27 +161,24 @@ def load(path):
     return module
 
 
-def call(module, name, args, path):
-    """The answer to one call of the learner's function."""
-    try:
-        function = getattr(module, name, None)
-        if not callable(function):
-            return {"missing": True}
-        before = [_bytes_of(arg) for arg in args]
-        value = function(*args)
-        return {"value": plain(value), "edited": [n for n, arg in enumerate(args)
-                                                  if _bytes_of(arg) != before[n]]}
-    except BaseException as error:      # SystemExit and KeyboardInterrupt are answers here too
-        return {"raised": raised(error, path)}
+def call(module, name, args):
+    """The answer to one call of the learner's function. Raises what the function raises."""
+    function = getattr(module, name, None)
+    if not callable(function):
+        return {"missing": True}
+    before = [_bytes_of(arg) for arg in args]
+    value = function(*args)
+    return {"value": plain(value), "edited": [n for n, arg in enumerate(args)
+                                              if _bytes_of(arg) != before[n]]}
 
 
 def reply_to(module, request, path):
     """(module, reply): the learner's module after the request (loaded by an "import") and the
     answer to it, what raised included."""
-    if request["call"] != "import":
-        return module, call(module, request["call"], request["args"], path)
     try:
-        return load(path), {"value": None, "edited": []}
+        if request["call"] == "import":
+            return load(path), {"value": None, "edited": []}
+        return module, call(module, request["call"], request["args"])
     except BaseException as error:      # SystemExit and KeyboardInterrupt are answers here too
         return module, {"raised": raised(error, path)}
 
@@ -250,7 +247,6 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def prctl(option, value):
-    """True when Linux's prctl(option, value) succeeded; False where there is no prctl."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)

@@ -442,7 +442,7 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
              module.__dict__)
         for name, edited in (("keep", []), ("flip", [1])):
             with self.subTest(function=name):
-                reply = grade_lab06_runner.call(module, name, [[[0.5, 1.0]], [0.0, 2.0]], "")
+                reply = grade_lab06_runner.call(module, name, [[[0.5, 1.0]], [0.0, 2.0]])
                 self.assertEqual(reply, {"value": 1, "edited": edited})
 
     def test_what_came_in_the_wrong_shape_is_named(self):
