@@ -118,7 +118,6 @@ def _rejects(learner, function, args, what, type_error_too=False):
 
 
 def _unchanged(learner, function, args):
-    """None when function(*args) leaves its arguments as they came, else what it changed."""
     reply = learner.call(function, *args)
     return reply.failure or _edit_problem(function, reply)
 

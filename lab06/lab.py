@@ -167,7 +167,6 @@ def inputs_of(after):
 # ---- changes on any head, positions counted from 1 as the lab counts them --------------------
 
 def _position(n, what):
-    """Raise TypeError unless n is an int (not a bool), ValueError beyond MAX_POSITIONS."""
     if type(n) is not int:
         raise TypeError(f"{what} must be a position counted from 1, an int, got {kind(n)}")
     if abs(n) > MAX_POSITIONS:
@@ -176,7 +175,6 @@ def _position(n, what):
 
 
 def _numbers(values, what):
-    """Raise unless values is a list of finite numbers (each a float can hold)."""
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"{what} must be a list of numbers, got {type(values).__name__}")
     for j, value in enumerate(values):

@@ -236,7 +236,6 @@ class LearnerProcess:
 
 
 def _command_line(pid):
-    """The command line of process pid as /proc holds it, or None (it has ended, or no /proc)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read()
@@ -268,7 +267,6 @@ def project_inodes(path):
 
 
 def _text(value):
-    """value as the runner sent it, if a string or an int, cut to 300 characters; else ""."""
     return str(value)[:300] if isinstance(value, (str, int)) and not isinstance(value, bool) \
         else ""
 

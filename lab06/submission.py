@@ -43,7 +43,6 @@ def _command(*args):
 
 
 def _graded_file(sheet_path):
-    """The tiny_attention.py beside the sheet, else the one in the current folder, or None."""
     for path in (os.path.join(os.path.dirname(sheet_path), GRADED), GRADED):
         if os.path.isfile(path):
             return path
