@@ -146,8 +146,6 @@ def answer_text(value, units=()):
 
 
 def value_of(form):
-    """An exact value as a float: how near a rounded decimal came to it."""
-    if form == -math.inf:
-        return form
+    """An exact value (fraction, unit) as a float: how near a rounded decimal came to it."""
     fraction, unit = form
     return float(fraction) * (UNITS[unit] if unit else 1.0)
