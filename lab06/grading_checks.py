@@ -368,10 +368,8 @@ def lab_checks(seed=0):
 
 def _again(learner, args):
     first, again = learner.call("attention", *args), learner.call("attention", *args, fresh=True)
-    if first.failure or again.failure:
-        return first.failure or again.failure
-    return None if again.value == first.value else ("a second run gave other numbers: does the "
-                                                    "function keep state between calls?")
+    return first.failure or again.failure or (None if again.value == first.value else (
+        "a second run gave other numbers: does the function keep state between calls?"))
 
 
 def experiment_checks(head, changes=()):
