@@ -529,9 +529,13 @@ class EachDoorRefusesItsOwnBadArguments(MessageAssertions, unittest.TestCase):
         public = {name for name, value in vars(explorer).items() if callable(value) and
                   getattr(value, "__module__", "") == explorer.__name__ and
                   not name.startswith("_")}
-        # explored and page_html are lab06/page.py's, handed only what lab_page checked
+        # explored and page_html are lab06/page.py's, handed only what lab_page checked;
+        # lesson_maps runs attention_forward, whose door checks; softmax_terms and score_terms,
+        # the page's arithmetic, are what tests compare with the core's numbers
         self.assertEqual(public, {"fraction", "ln2_multiple", "lesson_page", "explored",
-                                  "page_html"})
+                                  "page_html", "lesson_maps", "softmax_terms", "score_terms"})
+        self.assertMessage(ValueError, "each input row must have 4 numbers, got 2",
+                           explorer.lesson_maps, init_attention(4, 2, 11), [[0.5, 0.1]])
         params, x = init_attention(4, 2, 11), [[0.5, 0.1, 0.2, 0.3]] * 2
         self.assertMessage(TypeError, "token_labels needs a list of token strings, got None",
                            explorer.lesson_page, params, x, None, "s")
