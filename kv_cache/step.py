@@ -35,7 +35,7 @@ def attention_step(params, x_t, kv):
     did not build for these params or that was changed since, or a result too large for floats
     (kv is then as it was); TypeError for a value of the wrong kind.
     """
-    _check_step(params, x_t, kv)
+    params_print = _check_step(params, x_t, kv)
     t = len(kv["k"])                  # this position: kv holds the keys and values of 0…t-1
     Wq, Wk, Wv, Wo = params["Wq"], params["Wk"], params["Wv"], params["Wo"]
     q, k, v = unchecked.matmul([x_t], Wq), unchecked.matmul([x_t], Wk), unchecked.matmul([x_t], Wv)
@@ -44,7 +44,8 @@ def attention_step(params, x_t, kv):
     out = unchecked.matmul(row["mixed"], Wo)
     kv["k"].append(k[0])              # only now: a step that raises leaves kv as it was
     kv["v"].append(v[0])
-    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]}, params)   # what the next door checks
+    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]})      # what the next door checks,
+    kv["seal"].params = params_print                            # with the params the door read
     return {"q": q[0], "k": k[0], "v": v[0], "scores": row["scores"][0],
             "weights": row["weights"][0], "mixed": row["mixed"][0], "out": out[0]}
 
@@ -140,12 +141,13 @@ _FRESH_KV = "{'k': [], 'v': []}"
 
 def _check_step(params, x_t, kv):
     """attention_step's door: kv empty or as the last step left it (its seal compared, its rows not
-    checked), params that fit, x_t one input row of d_model finite numbers."""
-    _check_kv(kv, params)
+    checked), params that fit, x_t one input row of d_model finite numbers. Returns the params'
+    fingerprint."""
+    params_print = _check_kv(kv, params)
     checks.check_positions(len(kv["k"]) + 1)
     d_model = len(params["Wq"])
     if checks.plain_matrix([x_t], d_model):
-        return
+        return params_print
     if type(x_t) is not list or any(isinstance(value, list) for value in x_t):
         got = f"a {checks.shape_text(x_t)} matrix" if type(x_t) is list else type(x_t).__name__
         raise TypeError(f"x_t must be one input row, a list of {d_model} numbers, got {got}: "
@@ -154,10 +156,12 @@ def _check_step(params, x_t, kv):
         raise ValueError(f"x_t must have {d_model} numbers (one input row), got {len(x_t)}")
     for j, value in enumerate(x_t):
         checks.check_number(f"x_t[{j}]", value)
+    return params_print
 
 
 def _check_kv(kv, params):
-    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params."""
+    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params;
+    return the params' fingerprint."""
     if type(kv) is not dict:
         raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
                         f"{type(kv).__name__}")
@@ -173,16 +177,17 @@ def _check_kv(kv, params):
             raise ValueError(f"kv holds a seal but no keys or values: start from {_FRESH_KV}, "
                              f"without a seal")
         checks.check_params(params)
-        return
+        return checks.fingerprint(*checks.weights_of(params))
     seal = kv.get("seal")
     if not isinstance(seal, checks.Seal) or seal.params is None:
         raise ValueError(f"kv holds keys or values but no seal: attention_step did not build it; "
                          f"start from {_FRESH_KV}")
-    if type(params) is not dict or checks.fingerprint(*checks.weights_of(params)) != seal.params:
+    params_print = type(params) is dict and checks.fingerprint(*checks.weights_of(params))
+    if params_print != seal.params:
         checks.check_params(params)     # a bad matrix is named first
         raise ValueError(f"kv was built by attention_step for other params (or params were "
                          f"changed since): start again from {_FRESH_KV}")
     if not seal.keeps({"k": kv["k"], "v": kv["v"]}):
         raise ValueError(f"kv is not as attention_step left it: a key or value was changed, "
                          f"added or removed since; start again from {_FRESH_KV}")
-
+    return params_print
