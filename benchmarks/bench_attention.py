@@ -4,8 +4,8 @@
 
 It times forward + backward of attention.py against the lesson's listing (`reference.listing`)
 at T = 6 and, d_model 64 and d_head 16, at T = 16 to 512, and the KV cache (kv_cache.steps)
-against attention_forward on every prefix; each pair must agree bit for bit. fsum share: the
-multiply-adds per second as a share of one long fsum(map(mul, a, b)).
+against attention_forward on every prefix; each pair must agree bit for bit. The first line
+gives the machine's pace: multiply-adds per second of one long fsum(map(mul, a, b)).
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
@@ -27,11 +27,6 @@ from kv_cache.step import cache_multiply_adds, recompute_multiply_adds, steps
 D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")
 
-
-def multiply_adds(T):
-    """Multiply-adds of one forward + backward pass: four projections and their backward products,
-    six (T, T) products of d_head per pair, and the softmax backward's Σ a·da."""
-    return 12 * T * D_MODEL * D_HEAD + 6 * T * T * D_HEAD + T * T
 
 
 def fsum_rate(n=4096, repeats=200):
@@ -151,15 +146,13 @@ def run(sizes, cache_sizes, record):
                "", "| attention.py µs | listing µs | speedup |", "|---|---|---|",
                f"| {lesson['layer'] * 1e6:.1f} | {lesson['listing'] * 1e6:.1f} | "
                f"{lesson['speedup']:.2f}× |", "", f"d_model {D_MODEL}, d_head {D_HEAD}:", "",
-               "| T | attention.py s | listing s | speedup | peak MiB | fsum share |",
-               "|---|---|---|---|---|---|")
+               "| T | attention.py s | listing s | speedup | peak MiB |", "|---|---|---|---|---|")
     rows = []
     for T in sizes:
         row = measure(T)
         rows.append(row)
-        share = multiply_adds(T) / row["layer"] / rate
         report.say(f"| {T} | {row['layer']:.4f} | {row['listing']:.4f} | "
-                   f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} | {share:.0%} |")
+                   f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} |")
     report.say("", f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
                f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)", "")
     run_cache(report, cache_sizes)

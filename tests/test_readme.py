@@ -296,13 +296,13 @@ class ReadmeIsTrue(unittest.TestCase):
                 f"benchmarks/README.md should quote {name} whole",
             )
 
-    def test_at_the_lesson_size_the_layer_is_at_least_as_fast_as_the_listing(self):
-        """The recorded median of the turns' ratios, listing / attention.py, is at least 1.0."""
+    def test_at_the_lesson_size_the_layer_is_at_least_1_2_times_as_fast_as_the_listing(self):
+        """The recorded median of the turns' ratios, listing / attention.py, is at least 1.2."""
         record = read("benchmarks/bench-attention.txt")
         table = record.split("| attention.py µs | listing µs | speedup |")[1].split("\n\n")[0]
         rows = [line.split("|")[1:-1] for line in table.splitlines() if re.match(r"\| \d", line)]
         self.assertEqual(len(rows), 1, table)
-        self.assertGreaterEqual(float(rows[0][2].strip().rstrip("×")), 1.0, rows[0])
+        self.assertGreaterEqual(float(rows[0][2].strip().rstrip("×")), 1.2, rows[0])
 
     def test_benchmark_speedup_follows_from_the_measured_times(self):
         """speedup = listing s / attention.py s, from the times the record prints, and at least
@@ -316,7 +316,7 @@ class ReadmeIsTrue(unittest.TestCase):
             if re.match(r"\| \d", line)
         ]
         self.assertTrue(rows)
-        for T, layer, listing, speedup, _, _ in rows:
+        for T, layer, listing, speedup, _ in rows:
             # The times are printed to 4 decimals, the speedup from the unrounded times: it lies
             # between the ratios of the rounding's extremes, give or take its own last digit.
             layer, listing, half = float(layer), float(listing), 0.5e-4
