@@ -205,10 +205,7 @@ class Tokenizer:
             position, ch = next((n, ch) for n, ch in enumerate(text, 1) if ch in outside)
             raise ValueError(f"character {ch!r} at position {position} is not in the "
                              f"tokenizer's alphabet {''.join(self.alphabet)!r}")
-        ids = []
-        for chunk in _pieces(text):
-            ids.extend(self._encode_chunk(chunk))
-        return ids
+        return [i for chunk in _pieces(text) for i in self._encode_chunk(chunk)]
 
     def _encode_chunk(self, chunk):
         return tuple(encode_chunk([self.ids[ch] for ch in chunk], self.ranks))
@@ -378,8 +375,8 @@ def learn_merges(text, alphabet, vocab_size, progress):
         made = set()                      # the new token's pairs
         a, b = pair
         for w in dict.fromkeys(where.pop(pair)):      # each word once, however often listed
-            # merge_pair(word, pair, new_id), moving the counts of the neighbours' pairs to the new
-            # token's; the word is rebuilt once at the end (deleting in place is quadratic).
+            # the merges of merge_pair(word, pair, new_id), found to move the counts of the
+            # neighbours' pairs to the new token's; merge_pair then rebuilds the word.
             word, freq = words[w], freqs[w]
             merged_at = []                # where each merged pair starts, in word as it was
             ahead, i = word.count(a), 0   # the a's not yet passed (found in C), where to look
@@ -406,12 +403,7 @@ def learn_merges(text, alphabet, vocab_size, progress):
                     made.add((new_id, right))
                 merged_at.append(j)
             if merged_at:
-                rebuilt, start = [], 0
-                for j in merged_at:
-                    rebuilt += word[start:j]
-                    rebuilt.append(new_id)
-                    start = j + 2
-                words[w] = rebuilt + word[start:]
+                words[w] = merge_pair(word, pair, new_id)
         for p in made:
             if counts[p] > 0:
                 heapq.heappush(heap, (-counts[p], p))
