@@ -32,7 +32,6 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
     """(sentence, tokens, params, x) from the lesson's recorded trace. Raises ValueError naming the
     file when it is not such a trace: not a JSON object, a key missing, or a sentence, tokens,
     params or x that the layer or the view would refuse (that refusal, said of the file)."""
-    name = os.path.basename(path)
     trace = read_json(path, "the lesson's recorded trace", then="run trace_attention.py --write")
     try:
         sentence, tokens, params, x = (trace[key] for key in ("sentence", "tokens", "params", "x"))
@@ -44,8 +43,8 @@ def recorded_lesson(path=LESSON_TRACE_PATH):
             raise ValueError(f"expected one row of x per token, got {len(x)} rows and "
                              f"{len(tokens)} tokens")
     except (ValueError, KeyError, TypeError) as e:     # JSON that is not a trace
-        raise ValueError(f"{name} is not the lesson's recorded trace ({type(e).__name__}: {e}): "
-                         f"run trace_attention.py --write") from None
+        raise ValueError(f"{os.path.basename(path)} is not the lesson's recorded trace "
+                         f"({type(e).__name__}: {e}): run trace_attention.py --write") from None
     return sentence, tokens, params, x
 
 
@@ -73,8 +72,7 @@ def watch(sentence, tokens, params, x, mask="causal"):
         blank = " " * len("0.0000")       # a token that has not arrived: no column yet
         cells = step["weights"] + [blank] * (len(x) - t - 1)
         table = text_table([labels[t].ljust(width)], labels, [cells], marks={0: mark})
-        header, row = table.split("\n")
-        yield (header + "\n" + row) if t == 0 else row
+        yield table if t == 0 else table.split("\n")[1]     # the header once
     if mask == "causal" and wrong:
         raise ValueError(f"the rows of {positions_text(wrong)} are not the full pass's: the "
                          f"cache is wrong")
