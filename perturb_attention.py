@@ -301,8 +301,7 @@ def _refuse_beside_predict(parser, args):
                      "program's output")
     extras = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
               if name not in ("predict", "submission", "changes")
-              and value != parser.get_default(name)]
-    extras += _flags(args.changes)
+              and value != parser.get_default(name)] + _flags(args.changes)
     if args.predict is not None and extras:
         parser.error(f"--predict writes or checks your sheet and takes only --submission; drop "
                      f"{', '.join(extras)}")
