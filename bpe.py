@@ -314,10 +314,8 @@ def word_counts(text):
     >>> sorted(word_counts("a ball, a ball!").items())
     [(' a', 1), (' ball', 2)]
     """
-    if text.isascii():                    # then [A-Za-z] is exactly what str.isalpha knows
-        counts = Counter(_ASCII_WORD.findall(text))
-    else:
-        counts = Counter(_WORD.findall(text))
+    # for a text of ASCII only, [A-Za-z] is exactly what str.isalpha knows
+    counts = Counter((_ASCII_WORD if text.isascii() else _WORD).findall(text))
     for piece in [p for p in counts if len(p) == 1 or _not_a_chunk(p)]:
         freq = counts.pop(piece)
         for chunk in chunks(piece):
