@@ -176,9 +176,8 @@ def part_two_menu():
              "new z₃), then run it:"]
     for key, flags in PART_TWO.items():
         lines.append(f"  {lab06.TITLES[key]}\n      {COMMAND} {flags} --table")
-    flags = PART_TWO["future_key_perturbation"]
-    lines.append(f"  Part 2.4, the buggy procedure with the doubled key\n      {COMMAND} {flags} "
-                 f"--bug post-softmax --table")
+    lines.append(f"  Part 2.4, the buggy procedure with the doubled key\n      {COMMAND} "
+                 f"{PART_TWO['future_key_perturbation']} --bug post-softmax --table")
     lines.append(f"Part 1's tables: {COMMAND} --table --baseline; every part at once, after "
                  f"predicting: --table --all")
     return "\n".join(lines) + "\n"
