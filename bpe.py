@@ -373,8 +373,8 @@ def learn_merges(text, alphabet, vocab_size, progress):
         made = set()                      # the new token's pairs
         a, b = pair
         for w in dict.fromkeys(where.pop(pair)):      # each word once, however often listed
-            # the merges of merge_pair(word, pair, new_id), found to move the counts of the
-            # neighbours' pairs to the new token's; merge_pair then rebuilds the word.
+            # merge_pair(word, pair, new_id), moving the counts of the neighbours' pairs to the new
+            # token's; the word is rebuilt once at the end (deleting in place is quadratic).
             word, freq = words[w], freqs[w]
             merged_at = []                # where each merged pair starts, in word as it was
             ahead, i = word.count(a), 0   # the a's not yet passed (found in C), where to look
@@ -401,7 +401,12 @@ def learn_merges(text, alphabet, vocab_size, progress):
                     made.add((new_id, right))
                 merged_at.append(j)
             if merged_at:
-                words[w] = merge_pair(word, pair, new_id)
+                rebuilt, start = [], 0
+                for j in merged_at:
+                    rebuilt += word[start:j]
+                    rebuilt.append(new_id)
+                    start = j + 2
+                words[w] = rebuilt + word[start:]
         for p in made:
             if counts[p] > 0:
                 heapq.heappush(heap, (-counts[p], p))

@@ -89,6 +89,8 @@ def _shown(text):
 def inputs(tokenizer, text, embedding, what="the sentence"):
     """(ids, x): the token ids of text and their rows of the embedding table. Raises ValueError for
     a text of no token or more than MAX_TOKENS tokens, naming it as `what`."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a bpe.Tokenizer, got {type(tokenizer).__name__}")
     try:
         ids = tokenizer.encode(text)    # raises TypeError for a text that is not a str
     except ValueError as e:     # a character outside the alphabet: say which text holds it
@@ -167,7 +169,11 @@ CAPTIONS = {"x": "x: the input rows, one per token (T, d_model)",
 def trace_table(t, shown=("scores", "weights"), run=None):
     """The trace t as aligned text: tokens and ids, the intermediates in shown, labelled by token,
     the edit under each mask mode and the gradient check. run, the causal attention_forward of the
-    sentence, gives "mixed", which t does not record."""
+    sentence, gives "mixed", which t does not record. Raises ValueError for another name."""
+    unknown = [name for name in shown if name not in INTERMEDIATES]
+    if unknown or ("mixed" in shown and run is None):
+        raise ValueError(f"trace_table shows names from {', '.join(INTERMEDIATES)} (mixed with "
+                         f"run), got {', '.join(map(repr, unknown)) or 'mixed without run'}")
     labels = token_labels(t["tokens"])
     blocked = [[s is None for s in row] for row in t["scores"]]
     values = {name: t.get(name) or (run or {}).get(name) for name in shown}
