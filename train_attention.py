@@ -211,7 +211,7 @@ def main(argv=None):
         help=f"train seeds 1…N, a row each (N at most {MAX_SEEDS})")
     add("--story", metavar="TEXT", help=f"a story ending with its question (\"… the ball is\") to "
                                         f"answer, of at most {MAX_TOKENS} tokens")
-    add("--block", metavar="N[,M…]", type=_positions, action="append",
+    add("--block", metavar="N[,M…]", type=_positions, action="extend",
         help="with --story: the question may no longer read these tokens (from 1); the rest "
              "renormalised; may be repeated")
     add("--ablate-value", metavar="N", type=integer, action="append",
@@ -230,8 +230,6 @@ def main(argv=None):
         help="2: the two-layer model, its layer 1 given (a previous-token head set by hand), "
              "everything else trained")
     args = parser.parse_args(argv)
-    if args.block is not None:      # --block 7 --block 8 is --block 7,8
-        args.block = [n for positions in args.block for n in positions]
     if args.ablate_value is not None:
         if len(args.ablate_value) > 1:
             parser.error(f"--ablate-value zeroes one token's value: give it once, got "
@@ -332,8 +330,12 @@ def _run(args):
         record, seconds = run(seed, steps, _progress)
         show(summary(record, seconds))
         return 0
-    texts = [t for t in (args.story, args.patch, args.into) if t is not None]
-    return _answer(args, _model(seed, steps, texts))
+    if seed == SEED and steps == STEPS:
+        return _answer(args, recorded_model())
+    for text in (args.story, args.patch, args.into):
+        if text is not None:
+            encode_question(training_tokenizer(), text)       # refused before training
+    return _answer(args, train_model(seed, steps, _progress))
 
 
 def _answer(args, model):
@@ -351,11 +353,12 @@ def _answer(args, model):
         marks = {n - 1: "◀ blocked" for n in args.block or ()}
         if args.ablate_value is not None:
             marks[args.ablate_value - 1] = marks.get(args.ablate_value - 1, "◀") + " value zeroed"
-        show(_story_json(after) if args.json else intervention_table(before, after, marks))
+        show(to_json({name: after[name] for name in ("answer", "tokens", "weights")})
+             if args.json else intervention_table(before, after, marks))
     else:
         answer, weights = predict(model, args.story)
         two = model.get("layers") == 2
-        show(_story_json({"answer": answer, "tokens": [t for t, _ in weights],
+        show(to_json({"answer": answer, "tokens": [t for t, _ in weights],
                           "weights": [w for _, w in weights]}) if args.json else
              f"({given_layer.GIVEN})\n" * two + f"answer: {answer!r}\n"
              + ("layer 2's" if two else "the question's") + " weight on each token:\n"
@@ -382,8 +385,7 @@ def _two_layer_seed(seed):
 
 
 def _two_layers(args):
-    """--layers 2: answer from the recorded model, check its prefix, train and print seed, or
-    record given_layer.SEEDS, two at a time, each as it ends."""
+    """--layers 2: answer from the recorded model, check, train one seed, or record them all."""
     check_stdout()
     if args.story is not None or args.export is not None:
         check_outputs([("--export", args.export, None)])
@@ -426,24 +428,8 @@ def _check_two_layers():
     return 0
 
 
-def _story_json(found):
-    """--story --json: the answer, the story's tokens and the question's weight on each."""
-    return to_json({name: found[name] for name in ("answer", "tokens", "weights")})
-
-
-def _model(seed, steps, texts):
-    """The recorded model, or seed's trained for steps, texts checked before any training."""
-    if seed == SEED and steps == STEPS:
-        return recorded_model()
-    tokenizer = training_tokenizer()
-    for text in texts:
-        encode_question(tokenizer, text)       # refused before training
-    return train_model(seed, steps, _progress)
-
-
 def _recorded():
-    """training-run.json as written by --write: the run of seed 1 and a row for each seed. Raises
-    ValueError when it is not."""
+    """training-run.json as written by --write (ValueError when it is not)."""
     recorded = read_json(RUN_PATH, "the recorded training run", then="run --write")
     if (not isinstance(recorded.get("run"), dict)
             or not isinstance(recorded.get("seeds"), list)
@@ -454,8 +440,7 @@ def _recorded():
 
 
 def _write_or_check(write, all_seeds):
-    """--write or --check of the default run's four records: training-run.json (seed 1's run and
-    every seed's row), trained-model.json, interventions-run.json and rule-run.json."""
+    """--write or --check of the default run's four records, found below."""
     if write or all_seeds:
         models = {}
         records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1)), models=models))
