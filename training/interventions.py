@@ -31,27 +31,22 @@ class OneAnswer(ValueError):
     """Two stories given to patch that the model answers alike: there is nothing to restore."""
 
 
-def projections(params, ids, rows=None):
+def projections(params, ids, rows):
     """q, k and v (T, d_head) of a prompt; rows, a dict kept across prompts of one model, holds
     each (token, place) projected (a row of a product depends on its row of x alone)."""
-    rows = {} if rows is None else rows
     for i, (t, x_i) in enumerate(zip(ids, embed(params, ids))):
         if (t, i) not in rows:
             rows[t, i] = [matmul([x_i], params[name])[0] for name in ("Wq", "Wk", "Wv")]
     return {name: [rows[t, i][n] for i, t in enumerate(ids)] for n, name in enumerate("qkv")}
 
 
-def logits_of(params, mixed):
-    """The logits (C,) of the question's mixed row (1, d_head): out = mixed·Wo, logits = out·U."""
-    return matmul(matmul(mixed, params["Wo"]), params["U"])[0]
-
-
 def question_row(params, vectors, allowed=None):
     """(row, logits): attention_core of the question's query against every key and value
-    (allowed (T,) of bool: the sources it may read, all by default), and the logits."""
+    (allowed (T,) of bool: the sources it may read, all by default), and its logits (C,):
+    out = mixed·Wo, logits = out·U."""
     q, k, v = vectors["q"], vectors["k"], vectors["v"]
     row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
-    return row, logits_of(params, row["mixed"])
+    return row, matmul(matmul(row["mixed"], params["Wo"]), params["U"])[0]
 
 
 def _positions(positions, T, flag):
@@ -96,7 +91,7 @@ def intervene(model, text, block=(), ablate=None):
         raise ValueError(f"block removes every source of the question ({T} of {T}): its "
                          f"softmax would have nothing to share out; keep at least one")
     params = model["params"]
-    vectors = projections(params, ids)
+    vectors = projections(params, ids, {})
     before = _answered(model, ids, *question_row(params, vectors))
     changed = dict(vectors, v=[[0.0] * len(row) if i in ablated else row
                                for i, row in enumerate(vectors["v"])])
@@ -119,7 +114,7 @@ def patch(model, clean, corrupted, rows=None):
                          f"corrupted one {len(corrupted_ids)}")
     clean_vectors = projections(params, clean_ids, rows)
     corrupted_vectors = projections(params, corrupted_ids, rows)
-    clean_row, clean_logits = question_row(params, clean_vectors)
+    _, clean_logits = question_row(params, clean_vectors)
     _, corrupted_logits = question_row(params, corrupted_vectors)
     clean_answer, corrupted_answer = answer_of(clean_logits), answer_of(corrupted_logits)
     a, b = (COLOURS.index(answer.strip()) for answer in (clean_answer, corrupted_answer))
@@ -151,7 +146,7 @@ def patch(model, clean, corrupted, rows=None):
     return {"clean_answer": clean_answer, "corrupted_answer": corrupted_answer,
             "logit_difference": {"clean": difference(clean_logits),
                                  "corrupted": difference(corrupted_logits)},
-            "positions": positions, "mixed": share(logits_of(params, clean_row["mixed"]))}
+            "positions": positions, "mixed": share(clean_logits)}   # the logits read mixed alone
 
 
 def colour_swapped(s, offset=1):
@@ -259,12 +254,12 @@ def example_evidence(model, s):
     text, at, before, blocked, ablated = taken_apart(model, s)
     runs = {name: {key: run[key] for key in ("answer", "weights")}
             for name, run in (("before", before), ("blocked", blocked), ("ablated", ablated))}
+    swaps = {name: {"clean": clean, "corrupted": corrupted,
+                    "result": patch(model, clean, corrupted)}
+             for name, (clean, corrupted) in (("colour_swapped", colour_swapped(s)),
+                                              ("both_swapped", both_swapped(s)))}
     return {"story": text, "colour": s.colour, "distractor": s.distractor,
-            "colour_position": at, **runs,
-            "colour_swapped": dict(zip(("clean", "corrupted"), colour_swapped(s)),
-                                   result=patch(model, *colour_swapped(s))),
-            "both_swapped": dict(zip(("clean", "corrupted"), both_swapped(s)),
-                                 result=patch(model, *both_swapped(s)))}
+            "colour_position": at, **runs, **swaps}
 
 
 def evidence(model, tests):
