@@ -33,6 +33,7 @@ LEARNING_RATE = 0.005    # at 0.01, or in batches of 32 without the decay, the p
 LOSS_EVERY = 25          # batches between two recorded mean losses: 200 stories
 PREFIX = 25              # batches --check trains again: the first LOSS_EVERY
 SEEDS = (1, 2, 3)
+WEIGHTS = ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2")
 GIVEN = ("layer 1 is given, not learned: each row averages the two tokens before it; its value "
          "and output are learned, and so is everything else")
 
@@ -166,8 +167,8 @@ def train_model(seed, count=STORIES, batches=None, progress=None):
         loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH])
         adam.step(params, grads)
         recent.append(loss)
-        if step == PREFIX:
-            prefix_weights = digest(params)
+        if step == PREFIX:      # sha256 of each weight's shortest exact text: equal, same bits
+            prefix_weights = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
         if step % LOSS_EVERY == 0:
             losses.append({"stories": step * BATCH, "mean_loss": round(fsum(recent) / LOSS_EVERY,
                                                                         4)})
@@ -177,11 +178,6 @@ def train_model(seed, count=STORIES, batches=None, progress=None):
     return {"tokenizer": tokenizer, "params": params, "losses": losses, "layers": 2,
             "prefix": {"seed": seed, "stories": PREFIX * BATCH, "losses": losses[:1],
                        "weights": prefix_weights}}
-
-
-def digest(params):
-    """sha256 of every weight's shortest exact text: two equal digests are the same bits."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
 
 
 def prefix(seed):
@@ -199,19 +195,17 @@ def read_model(path):
     what is wrong unless it holds every weight, each a matrix of numbers."""
     record = read_json(path, "the two-layer model",
                        then="run train_attention.py --layers 2 --write")
-    names = ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2")
-    if not isinstance(record.get("params"), dict) or sorted(record["params"]) != sorted(names):
-        raise ValueError(f"two-layer-model.json must hold the weights {', '.join(names)}: run "
+    if not isinstance(record.get("params"), dict) or sorted(record["params"]) != sorted(WEIGHTS):
+        raise ValueError(f"two-layer-model.json must hold the weights {', '.join(WEIGHTS)}: run "
                          f"train_attention.py --layers 2 --write")
-    for name in names:
+    for name in WEIGHTS:
         checks.check_matrix(name, record["params"][name])
     return {"tokenizer": training_tokenizer(), "params": record["params"], "layers": 2}
 
 
 def predict(model, text):
     """(answer, weights) as model.predict gives them, the weights layer 2's."""
-    return one_layer.predict(model, text, forward,
-                             ("E", "U", "Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2"))
+    return one_layer.predict(model, text, forward, WEIGHTS)
 
 
 def correct(model, tests, answer=predict):
