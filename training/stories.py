@@ -274,7 +274,6 @@ def stories(seed):
 
 @functools.lru_cache(maxsize=4)
 def _drawn(seed):
-    """stories(seed)'s draw, as tuples."""
     rng = random.Random(seed)
     train = [training_story(rng, made_up_words()) for _ in range(TRAIN_STORIES)]
     seen = {s.text for s in train}
@@ -404,9 +403,10 @@ def training_tokenizer():
     return make_tokenizer(story_vocabulary())
 
 
-def check_story(text):
-    """Raise unless text can be asked: TypeError for a text that is not a str, ValueError for a
-    character outside ALPHABET or a text that does not end with its question (" is")."""
+def encode_question(tokenizer, text):
+    """story_ids of a story. Raises TypeError for a text that is not a str, ValueError for a
+    character outside ALPHABET, a text that does not end with its question (" is") or one over
+    MAX_TOKENS tokens."""
     if not isinstance(text, str):
         raise TypeError(f"a story must be a str, got {type(text).__name__}")
     position = next((n for n, ch in enumerate(text, 1) if ch not in ALPHABET), None)
@@ -416,6 +416,10 @@ def check_story(text):
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
                          f"one ending in {text[-20:]!r}")
+    ids = story_ids(tokenizer, text)
+    if len(ids) > MAX_TOKENS:
+        raise ValueError(f"a story may have at most {MAX_TOKENS} tokens, got {len(ids)}")
+    return ids
 
 
 def story_ids(tokenizer, text):
@@ -423,12 +427,3 @@ def story_ids(tokenizer, text):
     every colour sentence, not "white", which no training story holds."""
     first = re.match(r"[a-z]+", text)
     return tokenizer.encode(" " + text if first and first.group() in COLOURS else text)
-
-
-def encode_question(tokenizer, text):
-    """story_ids of a story; raises as check_story, and ValueError over MAX_TOKENS tokens."""
-    check_story(text)
-    ids = story_ids(tokenizer, text)
-    if len(ids) > MAX_TOKENS:
-        raise ValueError(f"a story may have at most {MAX_TOKENS} tokens, got {len(ids)}")
-    return ids
