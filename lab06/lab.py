@@ -53,17 +53,12 @@ def projected(head=HEAD):
             [list(row) for row in head["allowed"]])
 
 
-def everything_allowed(q, k):
-    """The (T, S) mask that blocks nothing: what a run without a mask attends with."""
-    return [[True] * len(k) for _ in q]
-
-
 def buggy_post_softmax(q, k, v, allowed):
     """The deliberate bug: softmax over every source, then zero the blocked weights without
     renormalizing, so the future has entered each row's denominator. Returns (weights, output).
     Raises ValueError as attend does, for the mask too."""
     check_allowed(allowed, len(q), len(k))
-    unmasked_weights = attend(q, k, v, everything_allowed(q, k))["weights"]
+    unmasked_weights = attend(q, k, v, [[True] * len(k) for _ in q])["weights"]
     weights = [[w if ok else 0.0 for w, ok in zip(row, allowed_row)]
                for row, allowed_row in zip(unmasked_weights, allowed)]
     return weights, matmul(weights, v)

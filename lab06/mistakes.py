@@ -23,16 +23,14 @@ def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
     T, S, d, d_v, d_model = len(q), len(k), len(q[0]), len(v[0]), len(lab06.X[0])
     keys = "the number of keys" + (" (and of queries)" if T == S else "")
-    scales = [
+    return [
         (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
         (f"the scores are multiplied by √d = √{d}, not divided by it", 1 / math.sqrt(d)),
         (f"the scores are divided by d = {d}, not by √d", d),
         (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
-         math.sqrt(S))]
-    if T != S:
-        scales.append((f"the scores are divided by √{T}, the number of queries, not by √d = "
-                       f"√{d}, the width of Q and K", math.sqrt(T)))
-    return scales + [
+         math.sqrt(S))] + [
+        (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the width "
+         f"of Q and K", math.sqrt(T))] * (T != S) + [       # a head that is not square
         (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
          f"and K", math.sqrt(d_v)),
         (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
@@ -126,15 +124,12 @@ def weight_mistakes(q, k, v, allowed):
     def weights(q=q, allowed=allowed, blocked_score=-math.inf):
         return attend(q, k, v, allowed, blocked_score)["weights"]
 
-    def scaled(factor):
-        return [[x * factor for x in row] for row in q]
-
     return [
         ("the mask is applied after the softmax and the rows are not renormalised (they sum to "
          "less than 1): softmax over the allowed sources only",
          lambda: lab06.buggy_post_softmax(q, k, v, allowed)[0]),
         ("the mask is not applied: a blocked source must get weight 0.0",
-         lambda: weights(allowed=lab06.everything_allowed(q, k))),
+         lambda: weights(allowed=[[True] * len(k) for _ in q])),
         ("the softmax is taken over each column (over the destinations); take it over each row, "
          "over the sources one query may read",
          lambda: lab06.softmax_over_destinations(q, k, v, allowed)[0]),
@@ -147,7 +142,8 @@ def weight_mistakes(q, k, v, allowed):
         ("the mask given is ignored for a causal mask of its own: use allowed as it comes",
          lambda: weights(allowed=causal_mask(len(q)))),
     ] + [(f"the softmax is not taken of the scores returned: {mistake}",   # they passed first
-          lambda by=by: weights(scaled(math.sqrt(d) / by))) for mistake, by in _scales(q, k, v)]
+          lambda by=by: weights([[x * (math.sqrt(d) / by) for x in row] for row in q]))
+         for mistake, by in _scales(q, k, v)]
 
 
 def output_mistakes(weights, k, v):
@@ -216,7 +212,7 @@ def _exp_trouble(reply):
 
 def _when_exp_trouble(hint):
     """The hint for a reply whose exponentials went wrong, {} what they did; else None."""
-    return lambda reply: _exp_trouble(reply) and hint.format(_exp_trouble(reply))
+    return lambda reply: (trouble := _exp_trouble(reply)) and hint.format(trouble)
 
 
 no_shift = _when_exp_trouble("no shift, or not by the largest allowed score: {}; subtract the "
