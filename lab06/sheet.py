@@ -44,10 +44,6 @@ SECTIONS = [
 ITEMS = [item for _, items in SECTIONS for item in items]
 
 
-def _from_one(rows):
-    return [i + 1 for i in rows]
-
-
 def answers():
     """{id: value} for every item, as lab06.lab computes it: floats, or positions counted from 1."""
     record = lab.lab()
@@ -56,8 +52,7 @@ def answers():
         base["Q"], base["K"], base["V"], base["scores"], base["weights"], base["output"]))}
     found.update({
         "1.K": base["K"], "1.S": base["scores"], "1.S masked": base["masked_scores"],
-        "1.sources": [_from_one(j for j, ok in enumerate(row) if ok)
-                      for row in lab.HEAD["allowed"]],
+        "1.sources": [[j + 1 for j, ok in enumerate(row) if ok] for row in lab.HEAD["allowed"]],
         # the softmax's denominator: the sum of exp of the allowed scores, before any shift
         "1.4 denominators": [fsum(math.exp(s) for s in row if s != -math.inf)
                              for row in base["masked_scores"]],
@@ -70,8 +65,8 @@ def answers():
         "opt offset a3": checks["score_offset"]["offset_weights"][2]})
     for key, n in PART_TWO:
         changed = record["interventions"][key]
-        found[f"{n} A rows changed"] = _from_one(changed["weight_rows_changed"])
-        found[f"{n} Z rows changed"] = _from_one(changed["output_rows_changed"])
+        found[f"{n} A rows changed"] = [i + 1 for i in changed["weight_rows_changed"]]
+        found[f"{n} Z rows changed"] = [i + 1 for i in changed["output_rows_changed"]]
         found[f"{n} z3"] = changed["output"][2]
         if "buggy_output" in changed:
             found[f"{n} bug z1"] = changed["buggy_output"][0]

@@ -42,16 +42,10 @@ def _command(*args):
     return "python3 perturb_attention.py " + " ".join(shlex.quote(arg) for arg in args)
 
 
-def _graded_file(sheet_path):
-    for path in (os.path.join(os.path.dirname(sheet_path), GRADED), GRADED):
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 def grading(sheet_path):
     """Part 3 in Markdown: --grade's command, verdict and report, or how to write the file."""
-    path = _graded_file(sheet_path)
+    beside = os.path.join(os.path.dirname(sheet_path), GRADED)
+    path = next((path for path in (beside, GRADED) if os.path.isfile(path)), None)
     if path is None:
         return (f"No {GRADED} beside {sheet_path} or in this folder: write it with "
                 f"`{_command('--scaffold', GRADED)}`, fill it in, then run this command again.\n")
