@@ -95,11 +95,10 @@ def _row(learner, scores, allowed, want, when_wrong=None):
     reply = learner.call("masked_softmax", scores, allowed)
     problem = reply.failure or _edit_problem("masked_softmax", reply) or row_mismatch(
         reply.value, want, [not ok for ok in allowed])
-    if problem and not reply.failure:
-        mistake = _same_answer(learner, "masked_softmax", reply) or diagnose(
-            [reply.value], [want], softmax_row_mistakes(scores, allowed))
-        return hinted(problem, mistake or (when_wrong and when_wrong(reply)))
-    return hinted(problem, when_wrong and when_wrong(reply))
+    mistake = problem and not reply.failure and (
+        _same_answer(learner, "masked_softmax", reply)
+        or diagnose([reply.value], [want], softmax_row_mistakes(scores, allowed)))
+    return hinted(problem, mistake or (when_wrong and when_wrong(reply)))
 
 
 def _rejects(learner, function, args, what, type_error_too=False):
@@ -248,8 +247,7 @@ def lab_checks(seed=0):
         return lambda learner: _all_parts(learner, lab, on_the_lab_head, [part])
 
     def intervention(change):
-        after = lab06.run(lab06.HEAD, [change])
-        args = (after["q"], after["k"], after["v"], after["allowed"])
+        args = lab06.inputs_of(lab06.run(lab06.HEAD, [change]))
         return lambda learner: _all_parts(learner, args)
 
     def rejects(what, args, type_error_too=False):
@@ -270,9 +268,8 @@ def lab_checks(seed=0):
                          edited(name, (i, i % len(row)), bad[i % 3]))
                         for i, row in enumerate(rows)])
 
-    def ragged(matrix):
-        return [list(row) for row in matrix[:1]] + [list(matrix[1][:1])] + \
-            [list(row) for row in matrix[2:]]
+    def ragged(matrix):                 # a copy, its second row cut to one entry
+        return [list(row[:1] if i == 1 else row) for i, row in enumerate(matrix)]
 
     checks = [
         ("matmul: Q = X·WQ", lambda learner: _product(learner, lab06.X, lab06.WQ, q)),
@@ -387,7 +384,7 @@ def experiment_checks(head, changes=()):
               "masked_scores": "masked_scores, −∞ where blocked",
               "weights": "weights, exactly 0.0 where blocked", "output": "output = weights·V"}
     for label, run in runs:
-        args = (run["q"], run["k"], run["v"], run["allowed"])
+        args = lab06.inputs_of(run)
         checks += [(f"{label}: {titles[part]}",
                     lambda learner, a=args, p=part, j=judged: _part(learner, a, p, *j))
                    for part, *judged in _intermediates(args)]
