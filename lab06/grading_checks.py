@@ -36,8 +36,7 @@ def _edit_problem(function, reply):
 
 def _softmax_edits(learner):
     """The hint when masked_softmax edits the row it is given: attention's own rows change too."""
-    reply = learner.call("masked_softmax", *SOFTMAX_PROBE)
-    if _edit_problem("masked_softmax", reply):
+    if _edit_problem("masked_softmax", learner.call("masked_softmax", *SOFTMAX_PROBE)):
         return ("masked_softmax edits the scores it is given (masked_softmax(scores, allowed) "
                 "changed scores): the rows attention hands it change with it; work on a copy")
     return None
@@ -73,12 +72,11 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
         return problem
     got = reply.value[part]
     problem = mismatch(got, want, part, blocked, blocked_value)
-    if problem:
-        mistake = _same_answer(learner, "attention", reply) or _seen_in(reply.value, args) or (
-            mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes)) \
-            or _softmax_edits(learner)
-        return hinted(problem, mistake)
-    return None
+    mistake = problem and (
+        _same_answer(learner, "attention", reply) or _seen_in(reply.value, args)
+        or (mistakes(got) if callable(mistakes) else diagnose(got, want, mistakes))
+        or _softmax_edits(learner))
+    return hinted(problem, mistake)
 
 
 def _seen_in(answer, args):
@@ -151,9 +149,7 @@ def _fill_probe(learner):
             return DIGITS_LOST        # near, not within 1e-9: digits lost, no mistake of the mask
         if not like(got, attend(*NEAR_MINUS_1E10, blocked_score=0.0)["weights"]):
             return diagnose(got, want["weights"], weight_mistakes(*NEAR_MINUS_1E10))
-        near_1e8 = _want(NEAR_MINUS_1E8)
-        wrong_there_too = _part(learner, NEAR_MINUS_1E8, "weights", near_1e8["weights"], (),
-                                near_1e8["blocked"], 0.0)
+        wrong_there_too = _all_parts(learner, NEAR_MINUS_1E8, parts=["weights"])
         return HIGH_FILL if wrong_there_too else FINITE_FILL
 
     return _part(learner, NEAR_MINUS_1E10, "weights", want["weights"], mistake, want["blocked"],
