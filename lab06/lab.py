@@ -391,10 +391,9 @@ def read_head(path):
     missing = [key for key in ("X", "WQ", "WK", "WV") if key not in data]
     unknown = sorted(set(data) - {"X", "WQ", "WK", "WV", "allowed"})
     if missing or unknown:
-        raise ValueError(f"{name} must have X, WQ, WK, WV and may have allowed; "
-                         f"{'missing ' + ', '.join(missing) if missing else ''}"
-                         f"{'; ' if missing and unknown else ''}"
-                         f"{'unknown ' + ', '.join(unknown) if unknown else ''}")
+        wrong = [f"{word} {', '.join(keys)}" for word, keys in (("missing", missing),
+                                                               ("unknown", unknown)) if keys]
+        raise ValueError(f"{name} must have X, WQ, WK, WV and may have allowed; {'; '.join(wrong)}")
     try:
         for key in ("X", "WQ", "WK", "WV"):
             rows, cols = check_matrix(key, data[key])

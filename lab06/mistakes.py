@@ -178,13 +178,11 @@ def on_the_lab_head(reply):
 
 
 def refused_shape(shape, v_width):
-    def hint(reply):
-        return (f"this head is valid: the mask is (number of queries, number of sources) = "
-                f"{shape} and need not be square, A is {shape} and Z = A·V is "
-                f"{shape}·({shape.split(', ')[1][:-1]}, {v_width}); does a check or a product "
-                f"assume a square head?"
-                if reply.kind not in ("NotImplementedError", "BaseException") else None)
-    return hint
+    return lambda reply: (f"this head is valid: the mask is (number of queries, number of "
+                          f"sources) = {shape} and need not be square, A is {shape} and Z = A·V "
+                          f"is {shape}·({shape.split(', ')[1][:-1]}, {v_width}); does a check or "
+                          f"a product assume a square head?"
+                          if reply.kind not in ("NotImplementedError", "BaseException") else None)
 
 
 def _not_finite(value):
