@@ -231,8 +231,8 @@ def results(path):
     and the messages of its lines that are no item."""
     given, problems = read_sheet(read_text(path))
     expected = answers()
-    return [(item, given.get(item[0], ""), expected[item[0]],
-             *verdict(item, given.get(item[0], ""), expected[item[0]])) for item in ITEMS], problems
+    rows = [(item, given.get(item[0], ""), expected[item[0]]) for item in ITEMS]
+    return [(*row, *verdict(*row)) for row in rows], problems
 
 
 def report(found, problems):

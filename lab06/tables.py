@@ -80,9 +80,9 @@ def shapes(head, base):
 
 def _shown(case):
     """A case's weights for a table: "0" where masked or zeroed, the number elsewhere."""
-    marks = case["zeroed"] or case["hatched"]
-    return [["0" if m or h else w for w, m, h in zip(row, m_row, h_row)]
-            for row, m_row, h_row in zip(case["weights"], marks, case["hatched"])]
+    marks = case["zeroed"] or case["hatched"]       # a case with zeroed entries hatches none
+    return [["0" if m else w for w, m in zip(row, m_row)]
+            for row, m_row in zip(case["weights"], marks)]
 
 
 def _fractions(matrix):
