@@ -75,8 +75,7 @@ def program_section(found, problems, count, sheet_path, submission_path):
            f"By hand: the answers in `{sheet_path}`, written before running the lab. Program "
            "output: what lab06/lab.py computes, written as the lab writes it, shown because you "
            "ran this command after predicting; an item you have not predicted shows none yet."]
-    rows = {item[0]: (answer, value, status, detail)
-            for item, answer, value, status, detail in found}
+    rows = {item[0]: rest for item, *rest in found}      # rest: answer, value, status, detail
     for heading, items in sheet.SECTIONS:
         out += ["", f"### {heading}", "", "| item | by hand | program output | agreement |",
                 "|---|---|---|---|"]
