@@ -28,7 +28,6 @@ D_MODEL, D_HEAD = 64, 16
 RECORD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench-attention.txt")
 
 
-
 def fsum_rate(n=4096, repeats=200):
     """Multiply-adds per second of fsum(map(mul, a, b)) on long vectors, the best of 5 turns."""
     rng = random.Random(0)

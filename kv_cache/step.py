@@ -140,9 +140,8 @@ _FRESH_KV = "{'k': [], 'v': []}"
 
 
 def _check_step(params, x_t, kv):
-    """attention_step's door: kv empty or as the last step left it (its seal compared, its rows not
-    checked), params that fit, x_t one input row of d_model finite numbers. Returns the params'
-    fingerprint."""
+    """attention_step's door, which returns the params' fingerprint: kv empty or as the last step
+    left it (its seal compared), params that fit, x_t one row of d_model finite numbers."""
     params_print = _check_kv(kv, params)
     checks.check_positions(len(kv["k"]) + 1)
     d_model = len(params["Wq"])

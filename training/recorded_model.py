@@ -44,8 +44,7 @@ def model_from_record(record, name="trained-model.json"):
             shapes[matrix] = check_matrix(matrix, params[matrix])
         except (TypeError, ValueError) as e:
             raise wrong(f"has a weight that is no matrix of numbers ({e})") from None
-    vocab, d_model = len(tokenizer.vocab), shapes["E"][1]
-    d_head = shapes["Wq"][1]
+    vocab, d_model, d_head = len(tokenizer.vocab), shapes["E"][1], shapes["Wq"][1]
     expected = {"E": (vocab, d_model), "U": (d_model, len(COLOURS)),
                 "Wq": (d_model, d_head), "Wk": (d_model, d_head), "Wv": (d_model, d_head),
                 "Wo": (d_head, d_model)}
@@ -55,6 +54,9 @@ def model_from_record(record, name="trained-model.json"):
                         f"vocabulary of {vocab}")
     return {"tokenizer": tokenizer, "params": params, "seed": record["seed"],
             "steps": record["steps"]}
+
+
+last_read = {}     # the text read_model last read, and the model it made
 
 
 def read_model(path):
@@ -68,8 +70,3 @@ def read_model(path):
     model = last_read["model"]
     return dict(model, params={name: [list(row) for row in matrix]
                                for name, matrix in model["params"].items()})
-
-
-last_read = {}     # the text read_model last read, and the model it made
-
-
