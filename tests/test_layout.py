@@ -169,6 +169,21 @@ class Layout(unittest.TestCase):
                     self.assertLessEqual(len(line.rstrip("\n")), 100,
                                          f"{PATHS[module]}:{number} is {len(line) - 1} characters")
 
+    def test_no_file_of_python_is_over_600_lines(self):
+        """One idea a file: a file longer than this holds several."""
+        for module in MODULES:
+            with open(PATHS[module], encoding="utf-8") as f:
+                self.assertLessEqual(len(f.readlines()), 600, PATHS[module])
+
+    def test_the_python_outside_the_tests_stays_within_10000_lines(self):
+        """The budget: a new feature is paid for by removing what no learner meets."""
+        total = 0
+        for module in MODULES:
+            if not (module.startswith("tests") or module == "test_attention"):
+                with open(PATHS[module], encoding="utf-8") as f:
+                    total += len(f.readlines())
+        self.assertLessEqual(total, 10_000)
+
 
 if __name__ == "__main__":
     unittest.main()
