@@ -9,8 +9,8 @@ For an input x of T rows (one per position) and d_model columns:
     out     = mixed·Wo                               (T, d_model)
 
 attention_backward walks them in reverse. Every sum is math.fsum, correctly rounded. Each public
-function checks at its door (common/checks.py) and calls its private twin (matmul calls _matmul),
-as the layer's own lines do. Left out: batches, bias, dropout, normalization, residuals.
+function checks at its door (common/checks.py) and calls its private twin (matmul calls _matmul);
+the layer checks its input once, at its first line. Left out: batches, bias, dropout, residuals.
 """
 
 import math

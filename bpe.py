@@ -340,7 +340,7 @@ def train(text, vocab_size, progress=None):
 
 
 def learn_merges(text, alphabet, vocab_size, progress):
-    """train's loop: the merges, as (left token, right token) pairs in order."""
+    """train's loop, unchecked (train checks its text): the merges, (left, right) pairs in order."""
     ids = {ch: i for i, ch in enumerate(alphabet)}
     vocab = list(alphabet)
     chunk_freqs = word_counts(text)       # a single character holds no pair: left out

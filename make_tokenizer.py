@@ -66,7 +66,7 @@ def build():
 
 
 def main(argv=None):
-    parser = OneLineParser(description="Write tokenizer.json, the lesson's tokenizer.")
+    parser = OneLineParser(description="Write tokenizer.json (no option does that too).")
     parser.add_record_flags(PATH)
     args = parser.parse_args(argv)
     return guarded(lambda: write_or_check(to_json(build().to_dict()), PATH,

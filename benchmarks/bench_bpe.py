@@ -3,8 +3,8 @@
     python3 -m benchmarks.bench_bpe [--quick] [--record] [--corpus PATH] [--rust]
 
 It times bpe.train, a recount of the distinct chunks, bpe.train_plain (1 MB only) and, with
---rust, HuggingFace `tokenizers` on one thread (this folder never needs it), checks that they
-learn the same merges, and encodes a word of 1,000,000 letters.
+--rust, HuggingFace `tokenizers` (one thread with RAYON_NUM_THREADS=1; this folder never needs
+it), checks that they learn the same merges, and encodes a word of 1,000,000 letters.
 """
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)

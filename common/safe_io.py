@@ -48,11 +48,11 @@ def read_text(path, limit=MAX_RECORDED_BYTES, as_it_is=False):
 
 
 def read_json(path, what, expected="a JSON object", parse_float=float, then="", text=None):
-    """The JSON object in the file at path (or in text, its text if read already), read strictly:
-    no integer of over 309 digits (int_of), no decimal that parse_float refuses (float_of: 1e400).
-    what names what the file should be ("a tokenizer"), expected what it must hold, then what to
-    do about a file that is not ("run --write"). Raises ValueError naming the file for read_text's
-    reasons, bad JSON, such a number, too deep a nesting or no object; OSError when unreadable."""
+    """The JSON object in the file at path (or in text, already read): integers of at most 309
+    digits (int_of), no deep nesting, decimals as parse_float reads them (float_of refuses 1e400;
+    float leaves NaN and inf to the caller's checks). what names what the file should be, expected
+    what it must hold, then what to do about one that is not ("run --write"). Raises ValueError
+    naming the file for read_text's reasons, bad JSON, such a number, nesting or no object."""
     try:
         text = read_text(path) if text is None else text
         name = os.path.basename(path) or path

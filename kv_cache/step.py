@@ -19,7 +19,7 @@ def attention_step(params, x_t, kv):
     {"k": [...], "v": [...]} of the positions before it, {"k": [], "v": []} at the start. Appends
     this position's key and value to kv and returns its row of every intermediate: q, k, v and
     mixed (d_head each); scores and weights (t + 1 each: positions 0…t); out (d_model). Each
-    number is `==` to row t of attention_forward: the same fsum products, in the same order.
+    number is `==` to row t of attention_forward on x[:t + 1]: the same products, in one order.
 
     >>> from attention import init_attention
     >>> params = init_attention(d_model=4, d_head=2, seed=11)
@@ -44,8 +44,7 @@ def attention_step(params, x_t, kv):
     out = unchecked.matmul(row["mixed"], Wo)
     kv["k"].append(k[0])              # only now: a step that raises leaves kv as it was
     kv["v"].append(v[0])
-    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]})      # what the next door checks,
-    kv["seal"].params = params_print                            # with the params the door read
+    kv["seal"] = checks.Seal({"k": kv["k"], "v": kv["v"]}, params_print=params_print)  # next door's
     return {"q": q[0], "k": k[0], "v": v[0], "scores": row["scores"][0],
             "weights": row["weights"][0], "mixed": row["mixed"][0], "out": out[0]}
 

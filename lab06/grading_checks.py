@@ -243,7 +243,7 @@ def lab_checks(seed=0):
         return lambda learner: _all_parts(learner, lab, on_the_lab_head, [part])
 
     def intervention(change):
-        args = lab06.inputs_of(lab06.run(lab06.HEAD, [change]))
+        args = lab06._inputs_of(lab06.run(lab06.HEAD, [change]))
         return lambda learner: _all_parts(learner, args)
 
     def rejects(what, args, type_error_too=False):
@@ -380,7 +380,7 @@ def experiment_checks(head, changes=()):
               "masked_scores": "masked_scores, −∞ where blocked",
               "weights": "weights, exactly 0.0 where blocked", "output": "output = weights·V"}
     for label, run in runs:
-        args = lab06.inputs_of(run)
+        args = lab06._inputs_of(run)
         checks += [(f"{label}: {titles[part]}",
                     lambda learner, a=args, p=part, j=judged: _part(learner, a, p, *j))
                    for part, *judged in _intermediates(args)]

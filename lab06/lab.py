@@ -100,7 +100,8 @@ def checked_changes(changes):
 
 def run(head=HEAD, changes=()):
     """q, k, v, allowed, scores (before the mask), masked_scores, weights and output of a head after
-    changes, from fresh copies. Raises TypeError for a change no builder of this module made."""
+    changes, from fresh copies: Q, K, V and mask changes first, then score changes, then weight
+    changes (the bugs see the first kind alone). Raises TypeError for a change no builder made."""
     changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
     inputs = [change for change in changes if _stage(change) == "inputs"]
@@ -136,16 +137,16 @@ def run(head=HEAD, changes=()):
 
 def baseline(head=HEAD):
     """Q, K, V, the scores before and after the mask, the weights and the output of a head."""
-    return baseline_of(run(head))
+    return _baseline_of(run(head))
 
 
-def baseline_of(first):
+def _baseline_of(first):
     return {"Q": first["q"], "K": first["k"], "V": first["v"], "scores": first["scores"],
             "masked_scores": first["masked_scores"], "weights": first["weights"],
             "output": first["output"]}
 
 
-def compared(base, after):
+def _compared(base, after):
     """after's weights and output, and the 0-based rows that changed from base, labelled (a₃)."""
     section = {"weights": after["weights"], "output": after["output"],
                "weight_rows_changed": changed_rows(base["weights"], after["weights"]),
@@ -155,7 +156,7 @@ def compared(base, after):
     return section
 
 
-def inputs_of(after):
+def _inputs_of(after):
     return after["q"], after["k"], after["v"], after["allowed"]
 
 
@@ -239,7 +240,7 @@ def scale_key(j, c):
 
 
 def block(i, j):
-    """Query i may no longer read source j, which stays in the sequence (never its last source)."""
+    """Query i may no longer read source j; ValueError when that leaves query i no source at all."""
     _position(i, "the query's position")
     _position(j, "the source's position")
 
@@ -334,9 +335,9 @@ class Record(dict):
         self.runs, self.changes = runs, list(changes)
 
 
-def bug_section(bug, after):
+def _bug_section(bug, after):
     """A bug of BUGS on a run's q, k, v and mask: its weights, row (and column) sums and output."""
-    weights, output = BUGS[bug][1](*inputs_of(after))
+    weights, output = BUGS[bug][1](*_inputs_of(after))
     section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
     if bug == "destinations":
         section["column_sums"] = [fsum(column) for column in transpose(weights)]
@@ -347,13 +348,13 @@ def bug_section(bug, after):
 def lab():
     """Everything the lab records, in the order perturb-trace.json keeps it."""
     runs = {"baseline": run()}
-    first = baseline_of(runs["baseline"])
+    first = _baseline_of(runs["baseline"])
     interventions = {}
     for name, change in INTERVENTIONS.items():
         runs[name] = run(HEAD, [change])
-        interventions[name] = compared(first, runs[name])
+        interventions[name] = _compared(first, runs[name])
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
-        *inputs_of(runs["future_key_perturbation"]))[1]
+        *_inputs_of(runs["future_key_perturbation"]))[1]
 
     shifted = run(HEAD, [shift_values(VALUE_SHIFT)])
     offset_weights = run(HEAD, [offset_scores(i, SCORE_OFFSET)
@@ -361,7 +362,7 @@ def lab():
     a, b = EQUAL_MIXTURE_WEIGHTS
     checks = {
         "shared_value_shift": {"shift": VALUE_SHIFT, "output": shifted["output"],
-                               "buggy_output": buggy_post_softmax(*inputs_of(shifted))[1]},
+                               "buggy_output": buggy_post_softmax(*_inputs_of(shifted))[1]},
         "equal_mixtures": {"values": EQUAL_MIXTURE_VALUES, "weights_a": a, "weights_b": b,
                            "output_a": matmul([a], EQUAL_MIXTURE_VALUES)[0],
                            "output_b": matmul([b], EQUAL_MIXTURE_VALUES)[0]},
@@ -372,7 +373,7 @@ def lab():
     return Record({
         "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
         "baseline": first,
-        "buggy_post_softmax": bug_section("post-softmax", runs["baseline"]),
+        "buggy_post_softmax": _bug_section("post-softmax", runs["baseline"]),
         "interventions": interventions,
         "checks": checks,
         "baseline_unchanged": baseline() == first,     # a run again, from fresh copies
@@ -443,20 +444,20 @@ def experiment(head, changes=(), bugs=()):
     if isinstance(bugs, str) or any(bug not in BUGS for bug in bugs):
         raise ValueError(f"bugs must be a list of names from {', '.join(BUGS)}, got {bugs!r}")
     runs = {"baseline": run(head)}
-    result = {"head": head, "baseline": baseline_of(runs["baseline"])}
+    result = {"head": head, "baseline": _baseline_of(runs["baseline"])}
     if changes:
         after = runs["intervention"] = run(head, changes)
-        buggy = bug_section("post-softmax", after)
-        result["intervention"] = {**compared(result["baseline"], after),
+        buggy = _bug_section("post-softmax", after)
+        result["intervention"] = {**_compared(result["baseline"], after),
                                   "changes": [change.description for change in changes],
                                   "buggy_output": buggy["output"]}
     for bug in bugs:
-        section = bug_section(bug, runs["baseline"])
+        section = _bug_section(bug, runs["baseline"])
         if changes:
-            new = buggy if bug == "post-softmax" else bug_section(bug, after)
+            new = buggy if bug == "post-softmax" else _bug_section(bug, after)
             section = {"changes": result["intervention"]["changes"], **new,
                        "baseline_weights": section["weights"], "baseline_output": section["output"],
-                       **compared(section, new)}       # new's weights and output, in their places
+                       **_compared(section, new)}       # new's weights and output, in their places
         result[BUGS[bug][0]] = section
     return Record(result, runs, changes)
 

@@ -117,7 +117,8 @@ class InProcess:
             self.module, reply = grade_lab06_runner.reply_to(self.module, request, self.path)
         finally:
             sys.path[:] = saved
-        return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}))
+        # through UTF-8, as the pipe carries it: a lone surrogate must come escaped
+        return json.loads(grade_lab06_runner.to_json({"id": self.count, **reply}).encode("utf-8"))
 
     def stop(self):
         for name in [name for name in sys.modules if name.startswith("learner_")]:

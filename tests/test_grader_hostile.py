@@ -94,8 +94,8 @@ HOSTILE = {
     # spinning or not, and the limit's half second is no core's; the loop in C computes
     "a matmul that swallows its IndexError in a loop": (
         "import time\ndef matmul(left, right):\n    i = 0\n    while True:\n        try:\n"
-        "            left[i]\n            i += 1\n        except Exception:\n"
-        "            time.sleep(0.01)\n",
+        "            time.sleep(0.01)\n            left[i]\n            i += 1\n"
+        "        except Exception:\n            pass\n",
         "matmul was stopped after"),
     "a message whose __str__ loops": (
         "import time\nclass Stubborn(ValueError):\n    def __str__(self):\n        while True:\n"

@@ -1,5 +1,5 @@
-"""The recorded model, trained-model.json: model_record writes a model's weights and tokenizer, and
-model_from_record and read_model give them back bit for bit. What it leaves out: Adam's state.
+"""The recorded model, trained-model.json: model_record makes the record of a model's weights and
+tokenizer; model_from_record and read_model give them back bit for bit. Leaves out Adam's state.
 """
 
 import os

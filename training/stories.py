@@ -4,8 +4,8 @@ A story gives a thing its colour in one sentence and asks for it back in its las
     today mia has a red ball. tom has a brown kite too. ben runs. the ball is red.
 
 stories(seed) gives TRAIN_STORIES training stories and TEST_STORIES of each set of HELD_OUT;
-training_tokenizer holds each of their words as one token. What it leaves out: a question about
-anything but a colour.
+training_tokenizer holds each vocabulary word as one token, a made-up word in pieces. What it
+leaves out: a question about anything but a colour.
 """
 
 import functools

@@ -8,7 +8,7 @@ names, where one layer answers the first colour. For a prompt of T tokens:
     loss   = −log softmax(logits)[colour]
 
 E starts at random, so that objects differ before training. Layer 1 may be GIVEN (given=True): a
-previous-token head whose row i averages places i−2 and i−1, only its Wv1 and Wo1 learned.
+previous-token head, row i the mean of places max(i−2, 0) and max(i−1, 0); Wv1, Wo1 learned.
 """
 
 import math
