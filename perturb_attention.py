@@ -400,14 +400,12 @@ def _run(args):
     bugs = list(dict.fromkeys(args.bug or []))
     result = lab06.experiment(head, changes, bugs) if own or args.baseline else lab06.lab()
     weights = (result["intervention"] if changes else result["baseline"])["weights"]
-    save_views([(args.svg, args.svg and lab_svg(result, head, changes), None, None),
-                (args.html, args.html and lab_page(result, head, changes), PAGE,
-                 lambda: lab_page(lab06.lab(), HEAD, ())),
+    save_views([(args.svg, args.svg and lab_svg(result), None, None),
+                (args.html, args.html and lab_page(result), PAGE, lambda: lab_page(lab06.lab())),
                 (args.export, args.export and export_text(position_labels(len(weights)),
                                                           [[weights]]), None, None)])
     if args.table:
-        show(part_one_table(result, head) if args.baseline
-             else changes_table(result, head, changes))
+        show(part_one_table(result, head) if args.baseline else changes_table(result))
     if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
     json_text = to_json(rounded(result, DIGITS))

@@ -4,7 +4,7 @@ map of the explorer (explorer/page.py), its arithmetic in fractions where they a
 
 from common.views import MAX_TOKENS
 from explorer.page import explored, page_html     # the explorer's writer, shared
-from lab06.lab import HEAD, cases, position_labels
+from lab06.lab import cases, position_labels
 
 
 def lab_maps(found):
@@ -25,9 +25,9 @@ def lab_maps(found):
     return maps
 
 
-def lab_page(result, head=HEAD, changes=()):
-    """The lab's explorer of result, what lab06.lab or lab06.experiment returned (head and changes
-    are its own). Raises ValueError for more than MAX_TOKENS positions, or another result."""
+def lab_page(result):
+    """The lab's explorer of result, what lab06.lab or lab06.experiment returned (with its runs).
+    Raises ValueError for more than MAX_TOKENS positions, or another result."""
     if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
     T = len(result["baseline"]["weights"])

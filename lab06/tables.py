@@ -159,7 +159,7 @@ def _changed_rows(case, before):
     return lines
 
 
-def changes_table(result, head=HEAD, changes=()):
+def changes_table(result):
     """Parts 2 and 4: the rows of S, A and Z each intervention and each bug after it changed,
     before → after, and nothing of Part 1's answers."""
     labels = position_labels(len(result["baseline"]["weights"]))
@@ -183,7 +183,7 @@ def changes_table(result, head=HEAD, changes=()):
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def lab_svg(result, head=HEAD, changes=()):
+def lab_svg(result):
     """A figure of every map, each with its output Z beside it, in rows a README can hold."""
     labels = position_labels(len(result["baseline"]["weights"]))
     panels = [panel(case["title"], labels, labels, case["weights"], case["hatched"],

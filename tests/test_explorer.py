@@ -123,7 +123,7 @@ class PageStandsAlone(MessageAssertions, unittest.TestCase):
 
     def test_a_head_of_more_than_64_positions_is_refused(self):
         with self.assertRaisesRegex(ValueError, "the explorer takes at most 64 positions, got 65"):
-            lab_explorer.lab_page({"baseline": {"weights": [[1.0]] * 65}}, [])
+            lab_explorer.lab_page({"baseline": {"weights": [[1.0]] * 65}})
 
     def test_each_page_holds_explorer_css_and_explorer_js_whole(self):
         style, script = read_text(explorer.STYLE_PATH), read_text(explorer.SCRIPT_PATH)
