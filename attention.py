@@ -10,7 +10,8 @@ For an input x of T rows (one per position) and d_model columns:
 
 attention_backward walks them in reverse. Every sum is math.fsum, correctly rounded. Each public
 function checks at its door (common/checks.py) and calls its private twin (matmul calls _matmul);
-the layer checks its input once, at its first line. Left out: batches, bias, dropout, residuals.
+the layer checks its input once, at its first line. Left out: batches (a loop over sequences),
+bias, dropout, normalization, residuals. Standard library only.
 """
 
 import math
