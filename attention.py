@@ -210,8 +210,8 @@ def attention_backward(params, x, cache, d_out):
         a_da = fsum(map(mul, a_row, da_row))
         d_scores.append([a * (da - a_da) for a, da in zip(a_row, da_row)])
     # forward: scores = raw_scores with the blocked entries replaced. A blocked score is a
-    # constant (−∞, or the bug's 0.0), not a function of q or k: it gets no gradient. With −∞
-    # its weight a is 0 and so is its d_scores already; the bug's 0.0 has a > 0.
+    # constant (−∞, or the bug's 0.0), not a function of q or k: it gets no gradient.
+    # With −∞ its weight a is 0 and so is its d_scores already; the bug's 0.0 has a > 0.
     if cache["mask"] == "none":
         d_raw_scores = d_scores
     else:

@@ -9,9 +9,9 @@ import sys
 
 
 def _door():
-    """True when the program is one of the project's own files (common/project-files.txt) of the
-    top folder, benchmarks/ or tests/: the doors. A script inside another folder may run a
-    learner's code, whose Ctrl-C is the learner's."""
+    """True when the program is one of the project's files of the top folder, benchmarks/ or
+    tests/: the doors (a script elsewhere may run a learner's code). It reads project-files.txt
+    itself: safe_io.project_files would import modules before the guard is set."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     try:
         name = os.path.relpath(os.path.realpath(sys.modules["__main__"].__file__), here)
