@@ -409,10 +409,10 @@ class Seal:
     """Fingerprints of what a call made (a dict) and of the params (and x) it was made from, which
     the call that takes it back compares with what it is handed."""
 
-    def __init__(self, made, params=None, x=None, params_print=None):
+    def __init__(self, made, params=None, x=None):
         self.keys = tuple(made)
         self.made = fingerprint(*made.values())
-        self.params = params_print if params is None else fingerprint(*weights_of(params))
+        self.params = None if params is None else fingerprint(*weights_of(params))
         self.x = None if x is None else fingerprint(x)
 
     def keeps(self, made):

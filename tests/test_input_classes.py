@@ -3,6 +3,7 @@ touches: each test names its class and tries it on every surface it reaches, so 
 that no test names is refused by the same line. The rules live in common/safe_io.py (files),
 common/cli.py (command lines) and common/checks.py (numbers, sizes, indices)."""
 
+import concurrent.futures
 import contextlib
 import io
 import json
@@ -202,9 +203,11 @@ class WritesAndInterrupts(MessageAssertions, unittest.TestCase):
             raise KeyboardInterrupt
 
         self.assertGreaterEqual(len(doors()), 9)
-        for door in doors() + ["tests/browser.py"]:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:     # each its own process
+            interrupted = dict(zip(doors() + ["tests/browser.py"],
+                                   pool.map(run_interrupted, doors() + ["tests/browser.py"])))
+        for door, done in interrupted.items():
             with self.subTest(door=door, at="imports"):
-                done = run_interrupted(door)
                 self.assertEqual((done.returncode, done.stderr), (130, "error: interrupted\n"))
             with self.subTest(door=door, at="arguments"):
                 with mock.patch.object(cli.OneLineParser, "parse_args", parse_interrupted):

@@ -225,6 +225,25 @@ class TheDoor(unittest.TestCase, MessageAssertions):
         self.kv["k"][0][0] += 1.0
         self.assertMessage(ValueError, "kv is not as attention_step left it", self.step)
 
+    def test_a_row_edited_through_the_steps_result_is_refused(self):
+        result = attention_step(self.params, self.x[1], self.kv)
+        result["v"][1] += 1.0           # the row kv holds: the seal's own copy keeps what it was
+        self.assertMessage(ValueError, "kv is not as attention_step left it", self.step,
+                           self.x[2])
+
+    def test_params_edited_in_place_after_the_first_step_are_other_params(self):
+        self.params["Wk"][2][1] += 1.0
+        self.assertMessage(ValueError, "kv was built by attention_step for other params",
+                           self.step)
+
+    def test_a_copy_of_kv_taken_between_steps_goes_on_from_where_it_was_taken(self):
+        branch = {"k": list(self.kv["k"]), "v": list(self.kv["v"]), "seal": self.kv["seal"]}
+        self.step()                     # the original goes on with x[1]
+        out = attention_step(self.params, self.x[2], branch)["out"]   # the copy with x[2]
+        self.assertEqual(out, attention_forward(self.params, [self.x[0], self.x[2]])["out"][1])
+        self.assertEqual(self.step(self.x[2])["out"],
+                         attention_forward(self.params, self.x[:3])["out"][2])
+
     def test_a_value_appended_by_hand_is_refused(self):
         self.kv["v"].append([0.0, 0.0])
         self.assertMessage(ValueError, "kv is not as attention_step left it", self.step)

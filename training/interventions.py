@@ -319,14 +319,3 @@ def intervention_table(before, after, marked):
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
             f"the question's weight on each token, before → after:\n"
             + text_table(labels, ["before", "after"], rows, marks=marked) + "\n")
-
-
-def evidence_table(found):
-    """The patching evidence of every held-out set in Markdown, as the README quotes it."""
-    lines = ["| held-out set | pairs | answered alike | value ≥ 0.9 | value: least | most "
-             "| key: largest | other values that moved |", "|---" * 8 + "|"]
-    for kind, one in found["patching"].items():
-        lines.append(f"| {kind} | {one['pairs']} | {one['refused']} | {one['value_restores']} "
-                     f"| {one['value_least']} | {one['value_most']} | {one['key_largest']} "
-                     f"| {one['other_values_moved']} |")
-    return "\n".join(lines)
