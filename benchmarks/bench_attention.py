@@ -96,18 +96,11 @@ def measure(T):
     return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak_mib(layer_pass, args)}
 
 
-def cache_pass(params, x):
-    return [step["out"] for step in steps(params, x)]
-
-
-def recompute_pass(params, x):
-    return [attention_forward(params, x[:t + 1])["out"][t] for t in range(len(x))]
-
-
 def measure_cache(T):
     params, x, _ = inputs(T)
-    cache_s, cache_rows = best_of(5, cache_pass, params, x)
-    recompute_s, recompute_rows = best_of(3 if T <= 64 else 1, recompute_pass, params, x)
+    cache_s, cache_rows = best_of(5, lambda: [step["out"] for step in steps(params, x)])
+    recompute_s, recompute_rows = best_of(3 if T <= 64 else 1, lambda: [
+        attention_forward(params, x[:t + 1])["out"][t] for t in range(len(x))])
     if cache_rows != recompute_rows:
         raise ValueError(f"T={T}: the cache and the recomputed prefixes disagree")
     return {"T": T, "cache": cache_s, "recompute": recompute_s,
