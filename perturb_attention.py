@@ -189,7 +189,8 @@ def _flags(changes):
 
 
 def _refuse_conflicts(parser, args):
-    """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask."""
+    """--scaffold takes nothing else; --grade takes a head and changes of Q, K, V and the mask;
+    --predict takes --submission and nothing else, and --submission goes with --predict."""
     changes = args.changes or []
     own = [f"--{name}" for name in ("head", "values") if getattr(args, name) is not None]
     given = [f"--{name}" for name in ("table", "svg", "html", "export", "head", "values", "bug")
@@ -240,6 +241,15 @@ def _refuse_conflicts(parser, args):
         if extras:
             parser.error(f"--grade runs your attention on a head and its inputs and prints one "
                          f"line per check; drop {', '.join(extras)}")
+    if args.predict is None and args.submission is not None:
+        parser.error("--submission goes with --predict FILE: it sets your sheet beside the "
+                     "program's output")
+    extras = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+              if name not in ("predict", "submission", "changes")
+              and value != parser.get_default(name)] + _flags(changes)
+    if args.predict is not None and extras:
+        parser.error(f"--predict writes or checks your sheet and takes only --submission; drop "
+                     f"{', '.join(extras)}")
 
 
 def main(argv=None):
@@ -289,23 +299,9 @@ def main(argv=None):
         parser.error(f"--write and --check work on the recorded file alone; drop "
                      f"{', '.join(_flags(args.changes))}")
     _refuse_conflicts(parser, args)
-    _refuse_beside_predict(parser, args)
     if args.grade is not None:
         return _grade(args)
     return guarded(lambda: _predict(args) if args.predict is not None else _run(args))
-
-
-def _refuse_beside_predict(parser, args):
-    """--predict takes --submission and nothing else; --submission goes with --predict."""
-    if args.predict is None and args.submission is not None:
-        parser.error("--submission goes with --predict FILE: it sets your sheet beside the "
-                     "program's output")
-    extras = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
-              if name not in ("predict", "submission", "changes")
-              and value != parser.get_default(name)] + _flags(args.changes)
-    if args.predict is not None and extras:
-        parser.error(f"--predict writes or checks your sheet and takes only --submission; drop "
-                     f"{', '.join(extras)}")
 
 
 def _predict(args):
