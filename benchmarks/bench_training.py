@@ -50,8 +50,7 @@ def questions(folder):
 
 
 def one_run(*args):
-    """(wall seconds of one `python3 train_attention.py args`, what it printed); raises
-    RuntimeError if it fails."""
+    """(wall seconds of `python3 train_attention.py args`, its output); RuntimeError if it fails."""
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "train_attention.py", *args], cwd=HERE,
                           capture_output=True, text=True)

@@ -27,10 +27,9 @@ PROJECT_FILES = os.path.join("common", "project-files.txt")    # from HERE; a do
 def read_text(path, limit=MAX_RECORDED_BYTES, as_it_is=False):
     """The UTF-8 text of a file, read whole only when it is at most limit bytes, without the
     byte-order mark some editors put first (U+FEFF is no character of the text), and each "\r\n"
-    read as "\n" (a clone made by git on Windows writes "\r\n": the text is the same) unless
-    as_it_is (text to train a tokenizer on). Raises TypeError for a path that is not a file name,
-    ValueError naming the file when it is larger or not UTF-8, and OSError when it cannot be
-    read."""
+    read as "\n" (git on Windows writes "\r\n": the text is the same) unless as_it_is (text to
+    train a tokenizer on). Raises TypeError for a path that is not a file name, ValueError naming
+    the file when it is larger or not UTF-8, and OSError when it cannot be read."""
     _check_path(path)
     name = os.path.basename(path) or path
     if os.path.exists(path) and stat.S_ISFIFO(os.stat(path).st_mode):

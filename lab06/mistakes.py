@@ -46,8 +46,7 @@ def score_mistakes(q, k, v):
 
 
 def answer_mistakes(q, k, v, allowed):
-    """(mistake, part, make) for the mistakes the whole answer shows, at whichever part differs
-    first."""
+    """(mistake, part, make) for the mistakes the whole answer shows, at its first wrong part."""
     d = len(q[0])
     scaled_up = [[x * math.sqrt(d) for x in row] for row in q]      # scores of Q·Kᵀ unscaled
     return [

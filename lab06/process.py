@@ -95,8 +95,7 @@ class LearnerProcess:
         self.reports.put(["gone"])
 
     def _read(self):
-        """Each answer line, as it comes; a line without its newline is the last (the end, or an
-        answer too long)."""
+        """Each answer line as it comes; one without its newline ends them (or is too long)."""
         with self.answer_stream as stream:
             while True:
                 line = stream.readline(MAX_ANSWER + 1)
@@ -105,8 +104,7 @@ class LearnerProcess:
                     return
 
     def _write(self):
-        """Each request, in its own thread: a process that stops reading cannot block the
-        grader."""
+        """Each request, in its own thread: a process that stops reading cannot block the grader."""
         try:
             for request in iter(self.requests.get, None):
                 self.request_stream.write(request)
@@ -290,9 +288,8 @@ in a few words), error and kind (the exception's type and the first of ValueErro
 
 
 class Learner:
-    """The learner's functions, called in its process. The answer to a call with the same
-    arguments is kept, under (function, its arguments as JSON), so the checks of one run share
-    it."""
+    """The learner's functions, called in its process. Each answer is kept, under (function, its
+    arguments as JSON), so the checks of one run share it."""
 
     def __init__(self, process, name):
         self.process, self.name, self.kept = process, name, {}

@@ -106,8 +106,7 @@ def course_tests(grading):
 
 
 def gradescope(grading, seconds):
-    """Gradescope's results.json: a test of 1 point a check, those drawn afresh visible after the
-    due date."""
+    """Gradescope's results.json: a 1-point test a check, those drawn afresh visible after due."""
     tests = course_tests(grading)
     return json.dumps({
         "score": sum(problem is None for _, problem in tests), "execution_time": round(seconds, 1),
