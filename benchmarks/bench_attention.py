@@ -55,15 +55,6 @@ def listing_pass(params, x, d_out):
     return out, grads, d_x
 
 
-def peak_mib(run, args):
-    tracemalloc.start()
-    try:
-        run(*args)
-        return tracemalloc.get_traced_memory()[1] / 2 ** 20
-    finally:
-        tracemalloc.stop()
-
-
 def measure_lesson_size(passes=500, pairs=15):
     """T = 6, d_model 4, d_head 2: the median seconds of a pass, timed in turns of passes (the
     layer, then the listing), and the median of the turns' ratios: a busy moment slows both."""
@@ -93,7 +84,13 @@ def measure(T):
     listing_s, listing_result = best_of(repeats, listing_pass, *args)
     if layer_result != listing_result:
         raise ValueError(f"T={T}: attention.py and the listing disagree")
-    return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak_mib(layer_pass, args)}
+    tracemalloc.start()
+    try:
+        layer_pass(*args)
+        peak = tracemalloc.get_traced_memory()[1] / 2 ** 20       # MiB
+    finally:
+        tracemalloc.stop()
+    return {"T": T, "layer": layer_s, "listing": listing_s, "peak": peak}
 
 
 def measure_cache(T):
