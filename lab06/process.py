@@ -8,6 +8,7 @@ project's files, start another program). What it leaves out: any verdict, and a 
 """
 
 import collections
+import contextlib
 import json
 import marshal
 import os
@@ -112,10 +113,8 @@ class LearnerProcess:
         except OSError:
             pass                  # the process has gone; the next answer says how
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 self.request_stream.close()
-            except OSError:
-                pass
 
     def ask(self, call, *args):
         """The runner's answer to call(*args): "import", which carries what the runner watches
@@ -208,26 +207,20 @@ class LearnerProcess:
         subreaper, where the orphans went), every process with the warden's command line, as the
         runner and its forks have (the runner lets none of them start another program); at most
         for START_LIMIT seconds."""
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             os.killpg(self.runner, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
         killed, deadline = set(), time.monotonic() + START_LIMIT
         while time.monotonic() < deadline:
             found = [pid for pid in runner.descendants(os.getpid())
                      if _command_line(pid) == self.command]
             for pid in found:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             killed.update(found)
             for pid in list(killed):
-                try:
+                with contextlib.suppress(ChildProcessError):  # not yet ours: its parent is dying
                     if os.waitpid(pid, os.WNOHANG)[0]:
                         killed.discard(pid)
-                except ChildProcessError:      # not yet this process's: its parent is dying
-                    pass
             if not found and not killed:
                 return
             time.sleep(0.002)
