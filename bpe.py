@@ -239,9 +239,8 @@ class Tokenizer:
     @classmethod
     def load(cls, path):
         """Read a saved tokenizer, strictly: "version" the integer 1, "alphabet" a list of distinct
-        one-character strings, "merges" a list of two-element lists of known tokens. Raises
-        ValueError naming the file and what is wrong with it (read_json's reasons too), and OSError
-        when it cannot be read."""
+        one-character strings, "merges" a list of [left, right] lists of known tokens. Raises
+        ValueError naming the file and what is wrong (read_json's too), OSError when unreadable."""
         data = read_json(path, "a tokenizer")   # raises TypeError for a path that is no file name
         name = os.path.basename(path)
         version = data.get("version")

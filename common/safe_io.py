@@ -135,8 +135,7 @@ def write_atomic(path, text):
     temporary file beside the target, renamed into place. A symlink's target is replaced and the
     link kept; a target that exists and is not a regular file (a device, a FIFO, /dev/stdout) is
     written to directly. The temporary file is removed on any error and on SIGTERM, SIGHUP or
-    Ctrl-C. A file without write permission is not replaced. Raises OSError naming path when it
-    cannot be written."""
+    Ctrl-C. A read-only file is not replaced. Raises OSError, naming path, when it cannot write."""
     _check_path(path)
     if os.path.isdir(path):
         raise OSError(f"cannot write {path}: it is a folder")

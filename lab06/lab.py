@@ -65,9 +65,8 @@ def buggy_post_softmax(q, k, v, allowed):
 
 
 def softmax_over_destinations(q, k, v, allowed):
-    """The softmax over the wrong axis: each column's, over the queries allowed to read that
-    source, so the columns sum to 1 and the rows do not; a source no query reads gets no weight.
-    Returns (weights, output)."""
+    """(weights, output) of the softmax over the wrong axis: each column's, over the queries allowed
+    to read that source, so columns, not rows, sum to 1; a source no query reads gets no weight."""
     masked_scores = attend(q, k, v, allowed)["scores"]
     columns = [masked_softmax(column, ok) if any(ok) else [0.0] * len(column)
                for column, ok in zip(transpose(masked_scores), transpose(allowed))]
