@@ -241,14 +241,11 @@ def main(argv=None):
     if args.layers not in (1, 2):
         parser.error(f"--layers must be 1 or 2, got {args.layers}")
     if args.layers == 2:
-        dropped = [f for f in given if f not in ("--seed", "--story", "--json", "--export")] + [
-            "--induction"] * args.induction + ["--all-seeds"] * args.all_seeds
+        dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
+                   is None] + ["--induction"] * args.induction + ["--all-seeds"] * args.all_seeds
         if dropped:
-            parser.error(f"--layers 2 trains, records, checks, answers --story and --export: drop "
-                         f"{', '.join(dropped)}")
-        if args.json and args.story is None:
-            parser.error("--json goes with --story")
-        return guarded(lambda: _two_layers(args))
+            parser.error(f"--layers 2 takes no --steps, --seeds, --induction or --all-seeds, and "
+                         f"--svg only with --patch: drop {', '.join(dropped)}")
     if args.induction:
         dropped = (["--write"] * args.write + ["--check"] * args.check + ["--all-seeds"]
                    * args.all_seeds + [f for f in given if f not in ("--seed", "--svg", "--json")])
@@ -287,7 +284,7 @@ def main(argv=None):
     for name, limit in (("steps", MAX_STEPS), ("seeds", MAX_SEEDS)):
         if getattr(args, name) is not None and getattr(args, name) > limit:
             parser.error(f"--{name} must be at most {limit}, got {getattr(args, name)}")
-    return guarded(lambda: _run(args))
+    return guarded(lambda: (_two_layers if args.layers == 2 else _run)(args))
 
 
 def _positions(text):
@@ -340,6 +337,9 @@ def _run(args):
 
 def _answer(args, model):
     """--export, --patch, --block and --ablate-value, or --story, on model (either model)."""
+    two = model.get("layers") == 2
+    if two and not args.json and args.export is None:
+        show(f"({given_layer.GIVEN})\n")
     if args.export is not None:
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
         save_view(args.export, story_attention(model, text), None)
@@ -357,10 +357,9 @@ def _answer(args, model):
              if args.json else intervention_table(before, after, marks))
     else:
         answer, weights = predict(model, args.story)
-        two = model.get("layers") == 2
         show(to_json({"answer": answer, "tokens": [t for t, _ in weights],
                           "weights": [w for _, w in weights]}) if args.json else
-             f"({given_layer.GIVEN})\n" * two + f"answer: {answer!r}\n"
+             f"answer: {answer!r}\n"
              + ("layer 2's" if two else "the question's") + " weight on each token:\n"
              + weights_table(weights))
     return 0
@@ -387,8 +386,8 @@ def _two_layer_seed(seed):
 def _two_layers(args):
     """--layers 2: answer from the recorded model, check, train one seed, or record them all."""
     check_stdout()
-    if args.story is not None or args.export is not None:
-        check_outputs([("--export", args.export, None)])
+    if args.story is not None or args.export is not None or args.patch is not None:
+        check_outputs([("--export", args.export, None), ("--svg", args.svg, None)])
         return _answer(args, given_layer.read_model(TWO_MODEL_PATH))
     if args.check:
         return _check_two_layers()

@@ -2,7 +2,8 @@
 the residual stream against central differences, and its question row against the whole second
 layer's last row, numbers and gradients, bit for bit; with layer 1 given (training/given_layer.py):
 its fixed weights, its backward, the fast variant against the plain one, a short training, the
-stories it is measured on, the record and the README's figures, and the door's refusals."""
+stories it is measured on, the record and the README's figures (the raindrop story blocked and
+patched on the recorded model), and the door's refusals."""
 
 import json
 import math
@@ -14,8 +15,10 @@ import unittest
 from attention import (attention_backward, attention_forward, init_attention, matmul,
                        softmax_row)
 from common.gradcheck import central_differences, max_err
-from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
-                           question_row_and_its_gradient, run_script)
+from tests.helpers import (GRAD_TOLERANCE, HERE, RAINDROP, MessageAssertions, bits,
+                           question_row_and_its_gradient, raindrop_figures, run_script)
+from training.model import predict as predict_one_layer
+from training.recorded_model import read_model
 from training import given_layer, stories, tables, two_layers
 from training.adam import Adam
 
@@ -167,12 +170,58 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
 
     def test_layers_other_than_1_or_2_and_flags_it_cannot_take_are_refused(self):
         for args, fragment in ((["--layers", "3"], "--layers must be 1 or 2, got 3"),
-                               (["--layers", "2", "--block", "3"], "drop --block"),
+                               (["--layers", "2", "--block", "3"], "add --story TEXT"),
+                               (["--layers", "2", "--svg", "two.svg"], "drop --svg"),
                                (["--layers", "2", "--steps", "9"], "drop --steps")):
             self.assertOneLineError(run_script("train_attention.py", *args), fragment)
 
 
 RUN_PATH = os.path.join(HERE, "training", "two-layer-run.json")
+
+
+class RecordedModel(unittest.TestCase):
+    """The README's raindrop story, on the recorded two-layer model: its answer, and --block and
+    --patch on layer 2's question row."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model, cls.blocked, cls.patched = raindrop_figures()
+        with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
+            cls.readme = " ".join(f.read().split())
+
+    def test_layer_2_weighs_the_colour_asked_about_where_one_layer_answers_the_first(self):
+        answer, weights = given_layer.predict(self.model, RAINDROP)
+        self.assertEqual(answer, " blue")
+        self.assertEqual(max(weights, key=lambda tw: tw[1])[0], " blue")
+        self.assertTrue(0.7 <= max(w for _, w in weights) < 0.8, "about three quarters")
+        one_layer = read_model(os.path.join(HERE, "training", "trained-model.json"))
+        self.assertEqual(predict_one_layer(one_layer, RAINDROP)[0], " brown")
+        self.assertIn("layer 2 puts about three quarters of its weight on \" blue\"", self.readme)
+
+    def test_block_and_patch_read_layer_2s_question_row_bit_for_bit(self):
+        before, _ = self.blocked
+        fw = two_layers.forward(self.model["params"], stories.encode_question(
+            self.model["tokenizer"], RAINDROP))
+        self.assertEqual((before["logits"], before["weights"]),
+                         (fw["logits"], fw["row"]["weights"][0]))
+
+    def test_blocking_and_patching_the_colour_give_the_readmes_figures(self):
+        (before, after), found = self.blocked, self.patched
+        values = [f"{p['v']:.4f}" for p in found["positions"][14:17]]
+        self.assertEqual([p["token"] for p in found["positions"][14:17]], [" green", ".", " the"])
+        self.assertGreaterEqual(found["positions"][14]["v"], 0.9)
+        self.assertIn(f"`--block 15` gives {before['answer']!r} → {after['answer']!r}. ",
+                      self.readme)
+        self.assertIn(f"position 15 restores {values[0]} of the logit difference, and those of "
+                      f"positions 16 and 17, into whose stream layer 1 wrote \" blue\", "
+                      f"{values[1]} and {values[2]}:", self.readme)
+
+    def test_the_command_says_layer_1_is_given_beside_patching(self):
+        done = run_script("train_attention.py", "--layers", "2", "--patch", RAINDROP, "--into",
+                          RAINDROP.replace("is blue", "is green"))
+        self.assertEqual(done.stdout.splitlines()[:2],
+                         [f"({given_layer.GIVEN})",
+                          "clean answer ' blue', corrupted answer ' green'"])
 
 
 @unittest.skipUnless(os.path.exists(RUN_PATH), "two-layer-run.json is not recorded yet")

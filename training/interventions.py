@@ -1,23 +1,26 @@
 """Which part of the trained layer gave the answer, at the question's row of the one-layer model:
-weights = softmax(q[T−1]·kᵀ / √d_head) (1, T), mixed = weights·v, logits = mixed·Wo·U.
+weights = softmax(q[T−1]·kᵀ / √d_head) (1, T), mixed = weights·v, logits = mixed·Wo·U; of
+the two-layer model's layer 2 (layer 1 given), the same of x1: logits = (x1[T−1] + mixed·Wo2)·U.
 
 intervene removes the question's connection to sources (their scores −∞, the rest renormalised)
 or zeroes one source's value; patch puts the clean story's q, k or v of one position, or its mixed
 row, into the corrupted run and gives the share of the logit difference d (the clean answer's
 minus the corrupted answer's) restored, (d − d_corrupted) / (d_clean − d_corrupted), or
 "unchanged" when no bit of the logits moved; evidence is what interventions-run.json records.
-What it leaves out: patching paths, and more than one head or layer.
+What it leaves out: patching paths, and layer 1 of the two-layer model.
 """
 
 import re
 
-from attention import unchecked
+from attention import add, unchecked
 from core.masked import attention_core
 from common.checks import said
 from common.golden import rounded
 from common.views import heatmaps_svg, panel, text_table, token_labels
+from training.given_layer import WEIGHTS as TWO_LAYER_WEIGHTS
 from training.model import answer_of, check_model, embed
 from training.stories import COLOURS, encode_question, question, story_ids
+from training.two_layers import forward as two_layer_forward
 
 # the recorded model's own products, its weights checked at its door (check_model): unchecked
 matmul = unchecked.matmul
@@ -31,9 +34,18 @@ class OneAnswer(ValueError):
     """Two stories given to patch that the model answers alike: there is nothing to restore."""
 
 
+def _checked(model):
+    """check_model of either model."""
+    check_model(model, *[TWO_LAYER_WEIGHTS] * (type(model) is dict and model.get("layers") == 2))
+
+
 def projections(params, ids, rows):
     """q, k and v (T, d_head) of a prompt; rows, a dict kept across prompts of one model, holds
-    each (token, place) projected (a row of a product depends on its row of x alone)."""
+    each (token, place) projected (a row of a product depends on its row of x alone). Of two
+    layers: layer 2's, of x1, whose row i reads the tokens before i, and "stream": x1[T−1]."""
+    if "Wq2" in params:
+        x1 = two_layer_forward(params, ids)["x1"]
+        return {"stream": x1[-1], **{name: matmul(x1, params[f"W{name}2"]) for name in "qkv"}}
     for i, (t, x_i) in enumerate(zip(ids, embed(params, ids))):
         if (t, i) not in rows:
             rows[t, i] = [matmul([x_i], params[name])[0] for name in ("Wq", "Wk", "Wv")]
@@ -43,9 +55,12 @@ def projections(params, ids, rows):
 def question_row(params, vectors, allowed=None):
     """(row, logits): attention_core of the question's query against every key and value
     (allowed (T,) of bool: the sources it may read, all by default), and its logits (C,):
-    out = mixed·Wo, logits = out·U."""
+    out = mixed·Wo, logits = out·U; of two layers, logits = (x1[T−1] + mixed·Wo2)·U."""
     q, k, v = vectors["q"], vectors["k"], vectors["v"]
     row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
+    if "Wo2" in params:
+        return row, matmul(add([vectors["stream"]], matmul(row["mixed"], params["Wo2"])),
+                           params["U"])[0]
     return row, matmul(matmul(row["mixed"], params["Wo"]), params["U"])[0]
 
 
@@ -82,7 +97,7 @@ def intervene(model, text, block=(), ablate=None):
     """(before, after), each {"answer", "tokens", "weights" (T,), "logits" (C,)}; block: positions
     from 1 the question no longer reads; ablate: one whose value becomes zeros. Raises as
     check_model and encode_question, and ValueError for a position outside 1…T or every one."""
-    check_model(model)
+    _checked(model)
     ids = encode_question(model["tokenizer"], text)
     T = len(ids)
     blocked = _positions(block, T, "block")
@@ -103,7 +118,7 @@ def patch(model, clean, corrupted, rows=None):
     """{"clean_answer", "corrupted_answer", "logit_difference": {"clean", "corrupted"},
     "positions": [{"position", "token", "q", "k", "v"}], "mixed"}, each a share or "unchanged".
     Raises as encode_question, ValueError for stories of different lengths, and OneAnswer."""
-    check_model(model)
+    _checked(model)
     rows = {} if rows is None else rows     # the two stories share every row they hold alike
     tokenizer, params = model["tokenizer"], model["params"]
     clean_ids = _encoded(tokenizer, clean, "clean")
