@@ -74,10 +74,9 @@ def loss_and_grads_fast(params, prompt, answer):
     """two_layers.loss_and_grads, layer 1 given, to rounding, with no (T, d_head) matrix made:
     x1 = x0 + a·Wv1·Wo1 (a_i the mean of x0 over previous_tokens(i)), and the question's row
     reads each x1_j only through dot products with vectors (r, p) and weighted sums."""
-    Wv1, Wo1, Wq2, Wk2, Wv2, Wo2, U = (params[n] for n in
-                                       ("Wv1", "Wo1", "Wq2", "Wk2", "Wv2", "Wo2", "U"))
+    U, Wv1, Wo1, Wq2, Wk2, Wv2, Wo2 = (params[n] for n in WEIGHTS[1:])    # all but E
     x0 = embed(params, prompt)
-    a = [combine((1 / len(previous_tokens(i)), x0[j]) for j in previous_tokens(i))
+    a = [[(x + y) / 2 for x, y in zip(x0[max(i - 2, 0)], x0[max(i - 1, 0)])]
          for i in range(len(x0))]           # a_i: the mean of x0 over previous_tokens(i)
 
     def through_layer_1(v):     # M·v with M = Wv1·Wo1: x1_j·v = x0_j·v + a_j·(M·v)
@@ -117,14 +116,15 @@ def loss_and_grads_fast(params, prompt, answer):
     grads["Wq2"] = outer(x1_last, d_q)
     e = add([d_stream], [vec(d_q, transpose(Wq2))])[0]           # the question's own row
     # d_x1_j = w_j·p + d_scores_j·r, and e at the question; layer 1: out = a·Wv1·Wo1
-    last = [0.0] * (len(x0) - 1) + [1.0]
-    grads["Wo1"] = add(*(outer(vec(a_c, Wv1), v) for a_c, v in
-                         ((a_mixed, p), (a_scored, r), (a[-1], e))))
+    a_rows = [a_mixed, a_scored, a[-1]]     # three rows reach Wv1 and Wo1: Σ of their outers
+    grads["Wo1"] = matmul(transpose([vec(a_c, Wv1) for a_c in a_rows]), [p, r, e])
     to_mixed = [vec(v, transpose(Wo1)) for v in (p, r, e)]
-    grads["Wv1"] = add(*(outer(a_c, m) for a_c, m in zip((a_mixed, a_scored, a[-1]), to_mixed)))
+    grads["Wv1"] = matmul(transpose(a_rows), to_mixed)
     p0, r0, e0 = (vec(m, transpose(Wv1)) for m in to_mixed)
-    d_a = [combine(((w, p0), (ds, r0), (z, e0))) for w, ds, z in zip(weights, d_scores, last)]
-    d_x0 = [combine(((w, p), (ds, r), (z, e))) for w, ds, z in zip(weights, d_scores, last)]
+    d_a, d_x0 = ([[w * g + ds * h for g, h in zip(u, v)] for w, ds in zip(weights, d_scores)]
+                 for u, v in ((p0, r0), (p, r)))       # two terms: + is their fsum
+    d_a[-1], d_x0[-1] = (combine(((weights[-1], u), (d_scores[-1], v), (1.0, z)))
+                         for u, v, z in ((p0, r0, e0), (p, r, e)))   # at T−1 e too: fsum
     for i in range(len(x0)):
         n = len(previous_tokens(i))
         for j in previous_tokens(i):
