@@ -16,8 +16,7 @@ from operator import mul
 from attention import add, unchecked
 from common import checks
 from common.safe_io import read_json
-from training import model as one_layer
-from training import train as one_layer_train
+from training import model as one_layer, train as one_layer_train
 from training.adam import Adam
 from training.model import embed, embedding_grads
 from training.stories import (COLOURS, TWO_LAYER_SETS, cannot_stories, made_up_words, question,
@@ -79,11 +78,11 @@ def loss_and_grads_fast(params, prompt, answer):
     a = [[(x + y) / 2 for x, y in zip(x0[max(i - 2, 0)], x0[max(i - 1, 0)])]
          for i in range(len(x0))]           # a_i: the mean of x0 over previous_tokens(i)
 
-    def through_layer_1(v):     # M·v with M = Wv1·Wo1: x1_j·v = x0_j·v + a_j·(M·v)
-        return vec(vec(v, transpose(Wo1)), transpose(Wv1))
+    def through_layer_1(v):     # (v·Wo1ᵀ, M·v), M = Wv1·Wo1: x1_j·v = x0_j·v + a_j·(M·v)
+        v_mixed = vec(v, transpose(Wo1))
+        return v_mixed, vec(v_mixed, transpose(Wv1))
 
-    def dots(v):                # x1_j·v for every j
-        m_v = through_layer_1(v)
+    def dots(v, m_v):           # x1_j·v for every j
         return [fsum(map(mul, x, v)) + fsum(map(mul, a_j, m_v)) for x, a_j in zip(x0, a)]
 
     def weighted(c):            # Σ_j c_j·x1_j, and Σ_j c_j·a_j
@@ -94,7 +93,8 @@ def loss_and_grads_fast(params, prompt, answer):
     q = vec(x1_last, Wq2)
     scale = 1 / math.sqrt(len(q))
     r = [scale * g for g in vec(q, transpose(Wk2))]              # scores_j = x1_j·r
-    weights = softmax_row(dots(r))
+    r_mixed, r0 = through_layer_1(r)
+    weights = softmax_row(dots(r, r0))
     x_mixed, a_mixed = weighted(weights)                         # Σ_j w_j·x1_j
     mixed = vec(x_mixed, Wv2)
     stream = add([x1_last], [vec(mixed, Wo2)])[0]
@@ -107,7 +107,8 @@ def loss_and_grads_fast(params, prompt, answer):
     d_mixed = vec(d_stream, transpose(Wo2))
     grads["Wv2"] = outer(x_mixed, d_mixed)
     p = vec(d_mixed, transpose(Wv2))                             # d_weights_j = x1_j·p
-    d_weights = dots(p)
+    p_mixed, p0 = through_layer_1(p)
+    d_weights = dots(p, p0)
     w_dw = fsum(map(mul, weights, d_weights))
     d_scores = [w * (dw - w_dw) for w, dw in zip(weights, d_weights)]
     x_scored, a_scored = weighted(d_scores)                      # Σ_j d_scores_j·x1_j
@@ -118,9 +119,8 @@ def loss_and_grads_fast(params, prompt, answer):
     # d_x1_j = w_j·p + d_scores_j·r, and e at the question; layer 1: out = a·Wv1·Wo1
     a_rows = [a_mixed, a_scored, a[-1]]     # three rows reach Wv1 and Wo1: Σ of their outers
     grads["Wo1"] = matmul(transpose([vec(a_c, Wv1) for a_c in a_rows]), [p, r, e])
-    to_mixed = [vec(v, transpose(Wo1)) for v in (p, r, e)]
-    grads["Wv1"] = matmul(transpose(a_rows), to_mixed)
-    p0, r0, e0 = (vec(m, transpose(Wv1)) for m in to_mixed)
+    e_mixed, e0 = through_layer_1(e)
+    grads["Wv1"] = matmul(transpose(a_rows), [p_mixed, r_mixed, e_mixed])
     d_a, d_x0 = ([[w * g + ds * h for g, h in zip(u, v)] for w, ds in zip(weights, d_scores)]
                  for u, v in ((p0, r0), (p, r)))       # two terms: + is their fsum
     d_a[-1], d_x0[-1] = (combine(((weights[-1], u), (d_scores[-1], v), (1.0, z)))
