@@ -75,8 +75,8 @@ def loss_and_grads_fast(params, prompt, answer):
     reads each x1_j only through dot products with vectors (r, p) and weighted sums."""
     U, Wv1, Wo1, Wq2, Wk2, Wv2, Wo2 = (params[n] for n in WEIGHTS[1:])    # all but E
     x0 = embed(params, prompt)
-    a = [[(x + y) / 2 for x, y in zip(x0[max(i - 2, 0)], x0[max(i - 1, 0)])]
-         for i in range(len(x0))]           # a_i: the mean of x0 over previous_tokens(i)
+    a = [[fsum(column) / len(previous_tokens(i)) for column in
+          zip(*(x0[j] for j in previous_tokens(i)))] for i in range(len(x0))]   # a_i: their mean
 
     def through_layer_1(v):     # (v·Wo1ᵀ, M·v), M = Wv1·Wo1: x1_j·v = x0_j·v + a_j·(M·v)
         v_mixed = vec(v, transpose(Wo1))
