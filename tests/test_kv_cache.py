@@ -385,7 +385,7 @@ class Records(unittest.TestCase):
 
     def test_the_recorded_cache_benchmark_adds_up(self):
         """Its speedups follow from its times, its counts from the formulas, the cache is at least
-        90× faster at T=256, and both advantages grow with T."""
+        100× faster at T=256 (the bar it was built to), and both advantages grow with T."""
         text = read("benchmarks/bench-attention.txt")
         table = text[text.index("| T | cache s"):]
         rows = [line.split("|")[1:-1] for line in table.splitlines() if re.match(r"\| \d", line)]
@@ -403,7 +403,7 @@ class Records(unittest.TestCase):
             printed = (int(cache_count.replace(",", "")), int(recompute_count.replace(",", "")))
             self.assertEqual(printed, counts, f"T={T}")
             self.assertEqual(ratio.strip(), f"{counts[1] / counts[0]:.1f}×", f"T={T}")
-        self.assertGreaterEqual(speedups[256], 90)
+        self.assertGreaterEqual(speedups[256], 100)
         self.assertEqual(list(speedups.values()), sorted(speedups.values()))
         said = (f"At T=256 the cache is {rows[2][3].strip()} faster (the counts say "
                 f"{rows[2][6].strip()}), at T=512 {rows[3][3].strip()} ({rows[3][6].strip()})")
