@@ -418,7 +418,7 @@ def _check_two_layers():
     if not isinstance(recorded, dict) or "seed" not in recorded:
         raise ValueError("two-layer-run.json holds no recorded prefix: run --layers 2 --write")
     seed = recorded["seed"]
-    fresh = given_layer.prefix(seed)
+    fresh = given_layer.train_model(seed, batches=given_layer.PREFIX)["prefix"]
     if fresh != recorded:
         return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} differ "
                     f"from a fresh run: run --layers 2 --write")
