@@ -225,11 +225,12 @@ STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasa
 @contextlib.contextmanager
 def _raising_on_signals():
     """While a write is under way, SIGTERM and SIGHUP (a closed terminal) raise SystemExit, so the
-    cleanup above runs; Ctrl-C raises KeyboardInterrupt, which it catches too."""
+    cleanup above runs, unless ignored (nohup); Ctrl-C raises KeyboardInterrupt, caught too."""
     def stop(signum, frame):
         raise SystemExit(128 + signum)
     try:
-        previous = [(number, signal.signal(number, stop)) for number in STOPPING]
+        previous = [(number, signal.signal(number, stop)) for number in STOPPING
+                    if signal.getsignal(number) is not signal.SIG_IGN]
     except ValueError:        # not the main thread: signals cannot be caught here
         yield
         return

@@ -256,8 +256,10 @@ ESCAPES = textwrap.dedent('''
 # price of one Python start. Each grades its file as perturb_attention.py --grade does, its report
 # on the standard output they share, Ctrl-C ending it with 130 as the command line's does.
 GRADERS = textwrap.dedent('''
-    import os, sys
+    import os, signal, sys
     from lab06 import grader
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)    # as a terminal's program has it, even if the
+                                                    # tests run under nohup
     pids = []
     for path in sys.argv[1:]:
         pid = os.fork()

@@ -63,6 +63,8 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
         stays."""
         for signal_name in ("SIGTERM", "SIGHUP"):     # killed, or its terminal closed
             number = getattr(signal, signal_name)
+            before = signal.signal(number, signal.SIG_DFL)     # as a terminal's program has it
+            self.addCleanup(signal.signal, number, before)      # the suite may run under nohup
             with self.subTest(signal=signal_name), tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "trace.json")
                 write_atomic(path, "old\n")
@@ -74,6 +76,17 @@ class WritesGoWhereMeant(MessageAssertions, unittest.TestCase):
                 with open(path, encoding="utf-8") as f:
                     self.assertEqual(f.read(), "old\n")
                 self.assertEqual(signal.getsignal(number), signal.SIG_DFL)   # put back as it was
+
+    def test_under_nohup_a_sighup_during_a_write_is_ignored_as_nohup_asks(self):
+        before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.addCleanup(signal.signal, signal.SIGHUP, before)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            with mock.patch("os.fsync", lambda fd: os.kill(os.getpid(), signal.SIGHUP)):
+                write_atomic(path, "new\n")
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "new\n")
+        self.assertEqual(signal.getsignal(signal.SIGHUP), signal.SIG_IGN)
 
     def test_gitignore_covers_the_temporary_files(self):
         with open(os.path.join(HERE, ".gitignore"), encoding="utf-8") as f:
