@@ -299,12 +299,17 @@ class Record(unittest.TestCase):
                       f"written by hand {span('written: second object')} and "
                       f"{span('written: third object')}", readme)
         self.assertIn(f"two layers answer {span('new words')} of 60", readme)
+        distractors = span("distractor's object")
+        self.assertIn(f"the distractor's thing {distractors}.", readme)
+        self.assertIn(f"{given_layer.STORIES:,} fresh stories a seed", readme)
+        self.assertIn(f"every {given_layer.CURVE_EVERY:,} stories of the training", readme)
+        self.assertEqual({seed["stories"] for seed in self.record["seeds"]}, {given_layer.STORIES})
         reached = [next(point["stories"] for point in seed["second_object_curve"]
                         if point["correct"] >= 57) for seed in self.record["seeds"]]
         self.assertIn(f"reaches 57 at {reached[0]:,}, {reached[1]:,} and {reached[2]:,} stories",
                       readme)
 
-    def test_the_curve_scores_the_second_object_every_curve_every_stories(self):
+    def test_the_curve_scores_the_second_object_every_curve_every_stories_up_to_the_final_score(self):
         for seed in self.record["seeds"]:
             curve = seed["second_object_curve"]
             self.assertEqual([point["stories"] for point in curve],
