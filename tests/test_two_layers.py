@@ -309,7 +309,7 @@ class Record(unittest.TestCase):
         self.assertIn(f"reaches 57 at {reached[0]:,}, {reached[1]:,} and {reached[2]:,} stories",
                       readme)
 
-    def test_the_curve_scores_the_second_object_every_curve_every_stories_up_to_the_final_score(self):
+    def test_the_curve_scores_the_second_object_every_curve_every_up_to_the_final_score(self):
         for seed in self.record["seeds"]:
             curve = seed["second_object_curve"]
             self.assertEqual([point["stories"] for point in curve],
