@@ -27,7 +27,6 @@ from concurrent.futures import ProcessPoolExecutor
 from attention import attention_forward, causal_mask
 from common.export import export_text
 from common.golden import rounded, to_json, write_or_check
-
 from common.safe_io import STOPPING, read_json, write_atomic
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.model import embed, layer
@@ -69,10 +68,6 @@ def _run_keeping_model(seed, steps):
 HELD = (signal.SIGINT, *STOPPING)       # held while the pool starts (where the system can)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def _worker_signals():
     """A worker ignores Ctrl-C (the main process's alone) and ends on a terminate."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -100,7 +95,7 @@ def run_seeds(seeds, steps=STEPS, models=None):
     model_record. Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool."""
     pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
                                initializer=_worker_signals)
-    before = {stop: signal.signal(stop, _interrupt) for stop in STOPPING}
+    before = {stop: signal.signal(stop, signal.default_int_handler) for stop in STOPPING}
     try:
         with _signals_held():       # a signal now waits until the pool has started whole
             results = pool.map(_run_keeping_model, seeds, [steps] * len(seeds))
@@ -123,11 +118,15 @@ def run_seeds(seeds, steps=STEPS, models=None):
 
 def train_model(seed=SEED, steps=STEPS, progress=None, layers=1):
     """train.train_model's model, or given_layer.train_model's for layers=2 (steps unused)."""
-    if layers == 2:
-        return given_layer.train_model(seed, progress=progress)
-    if layers != 1:
+    return (given_layer.train_model(seed, progress=progress) if _layers(layers) == 2
+            else train_one_layer(seed, steps, progress))
+
+
+def _layers(layers):
+    """layers, 1 or 2 (ValueError if it is neither)."""
+    if layers not in (1, 2):
         raise ValueError(f"layers must be 1 or 2, got {layers!r}")
-    return train_one_layer(seed, steps, progress)
+    return layers
 
 
 def predict(model, text):
@@ -137,8 +136,11 @@ def predict(model, text):
     return predict_one_layer(model, text)
 
 
-def recorded_model():
-    """train_model(SEED), bit for bit, read from trained-model.json (ValueError if it is not)."""
+def recorded_model(layers=1):
+    """train_model(SEED, layers=layers), bit for bit, read from trained-model.json or, for
+    layers=2, two-layer-model.json (ValueError if it is not, or layers is neither 1 nor 2)."""
+    if _layers(layers) == 2:
+        return given_layer.read_model(TWO_MODEL_PATH)
     return read_model(MODEL_PATH)
 
 
@@ -177,7 +179,8 @@ def summary(record, seconds):
 def weights_table(weights):
     """The question's weight on each token of a story, one line each, the largest marked."""
     top = max(range(len(weights)), key=lambda i: weights[i][1])
-    return text_table(token_labels([token for token, _ in weights]), ["weight"],
+    return text_table([f"{n} {label}" for n, label in enumerate(token_labels(
+        [token for token, _ in weights]), 1)], ["weight"],
                       [[w] for _, w in weights], marks={top: "◀ most weight"}) + "\n"
 
 
@@ -238,14 +241,17 @@ def main(argv=None):
     given = [f"--{name.replace('_', '-')}" for name in
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
+    answering = [flag for flag in given if flag in ("--story", "--patch", "--export")]
     if args.layers not in (1, 2):
         parser.error(f"--layers must be 1 or 2, got {args.layers}")
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
-                   is None] + ["--induction"] * args.induction + ["--all-seeds"] * args.all_seeds
+                   is None or f == "--seed" and answering] + ["--induction"] * args.induction + [
+                       "--all-seeds"] * args.all_seeds
         if dropped:
-            parser.error(f"--layers 2 takes no --steps, --seeds, --induction or --all-seeds, and "
-                         f"--svg only with --patch: drop {', '.join(dropped)}")
+            parser.error(f"--layers 2 takes no --steps, --seeds, --induction or --all-seeds, "
+                         f"--svg only with --patch, and --seed only to train (it answers from "
+                         f"the recorded seed 1): drop {', '.join(dropped)}")
     if args.induction:
         dropped = (["--write"] * args.write + ["--check"] * args.check + ["--all-seeds"]
                    * args.all_seeds + [f for f in given if f not in ("--seed", "--svg", "--json")])
@@ -258,7 +264,6 @@ def main(argv=None):
         parser.error(f"--write and --check record the default run: drop {', '.join(given)}")
     if args.all_seeds and not args.check:
         parser.error("--all-seeds goes with --check")
-    answering = [flag for flag in given if flag in ("--story", "--patch", "--export")]
     if args.svg is not None and args.patch is None and given != ["--svg"]:
         parser.error(f"--svg draws the recorded run: drop {', '.join(given[:-1])}")
     if args.seeds is not None and (args.seed is not None or answering):
@@ -388,12 +393,11 @@ def _two_layers(args):
     check_stdout()
     if args.story is not None or args.export is not None or args.patch is not None:
         check_outputs([("--export", args.export, None), ("--svg", args.svg, None)])
-        return _answer(args, given_layer.read_model(TWO_MODEL_PATH))
+        return _answer(args, recorded_model(layers=2))
     if args.check:
         return _check_two_layers()
     if not args.write:
-        record, _ = given_layer.run(SEED if args.seed is None else args.seed,
-                                    progress=_progress)
+        record, _ = given_layer.run(SEED if args.seed is None else args.seed, progress=_progress)
         show(f"({given_layer.GIVEN})\n" + two_layer_table([record]))
         return 0
     records, prefix = [], None
@@ -413,17 +417,16 @@ def _two_layers(args):
 
 def _check_two_layers():
     """--check of two-layer-run.json: its first given_layer.PREFIX batches trained again."""
-    record = read_json(TWO_RUN_PATH, "the two-layer run", then="run --layers 2 --write")
-    recorded = record.get("prefix")
+    recorded = read_json(TWO_RUN_PATH, "the two-layer run",
+                         then="run --layers 2 --write").get("prefix")
     if not isinstance(recorded, dict) or "seed" not in recorded:
         raise ValueError("two-layer-run.json holds no recorded prefix: run --layers 2 --write")
-    seed = recorded["seed"]
-    fresh = given_layer.train_model(seed, batches=given_layer.PREFIX)["prefix"]
+    fresh = given_layer.train_model(recorded["seed"], batches=given_layer.PREFIX)["prefix"]
     if fresh != recorded:
-        return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} differ "
-                    f"from a fresh run: run --layers 2 --write")
-    show(f"two-layer-run.json's first {fresh['stories']} stories of seed {seed} trained again, bit "
-         f"for bit ({given_layer.GIVEN})\n")
+        return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed "
+                    f"{fresh['seed']} differ from a fresh run: run --layers 2 --write")
+    show(f"two-layer-run.json's first {fresh['stories']} stories of seed {fresh['seed']} "
+         f"trained again, bit for bit ({given_layer.GIVEN})\n")
     return 0
 
 

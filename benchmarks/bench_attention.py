@@ -137,10 +137,9 @@ def run(sizes, cache_sizes, record):
                f"{lesson['speedup']:.2f}× |", "", f"d_model {D_MODEL}, d_head {D_HEAD}:", "",
                "| T | attention.py s | listing s | speedup | peak MiB |", "|---|---|---|---|---|")
     rows = []
-    for T in sizes:
-        row = measure(T)
+    for row in map(measure, sizes):
         rows.append(row)
-        report.say(f"| {T} | {row['layer']:.4f} | {row['listing']:.4f} | "
+        report.say(f"| {row['T']} | {row['layer']:.4f} | {row['listing']:.4f} | "
                    f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} |")
     report.say("", f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
                f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)", "")
@@ -157,10 +156,9 @@ def run_cache(report, sizes):
                "| T | cache s | recompute s | speedup | cache multiply-adds | "
                "recompute multiply-adds | count ratio |", "|---|---|---|---|---|---|---|")
     rows = []
-    for T in sizes:
-        row = measure_cache(T)
+    for row in map(measure_cache, sizes):
         rows.append(row)
-        report.say(f"| {T} | {row['cache']:.4f} | {row['recompute']:.4f} | "
+        report.say(f"| {row['T']} | {row['cache']:.4f} | {row['recompute']:.4f} | "
                    f"{row['recompute'] / row['cache']:.1f}× | {row['cache_count']:,} | "
                    f"{row['recompute_count']:,} | "
                    f"{row['recompute_count'] / row['cache_count']:.1f}× |")

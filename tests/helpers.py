@@ -156,14 +156,16 @@ def recorded_seed_stories():
 
 
 RAINDROP = "look, ivan has a big brown palm. rohan's raindrop is blue. the raindrop is"
+LISTED = "mia has a red ball and a blue kite. the kite is"
 
 
 @functools.lru_cache(maxsize=None)
 def raindrop_figures():
     """The recorded two-layer model and what training/README.md shows of it on RAINDROP: intervene
     blocking " blue" (position 15), then it and the "." after it, each (before, after), and patch
-    of it with " green" for " blue"."""
+    of it with " green" for " blue"; and given_layer.predict on LISTED."""
     from training import given_layer, interventions
     model = given_layer.read_model(os.path.join(HERE, "training", "two-layer-model.json"))
     return (model, [interventions.intervene(model, RAINDROP, block) for block in ([15], [15, 16])],
-            interventions.patch(model, RAINDROP, RAINDROP.replace("is blue", "is green")))
+            interventions.patch(model, RAINDROP, RAINDROP.replace("is blue", "is green")),
+            given_layer.predict(model, LISTED))

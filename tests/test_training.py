@@ -573,7 +573,7 @@ class CommandLine(MessageAssertions, unittest.TestCase):
             self.assertOneLineError(done, fragment)
             self.assertNotIn("step", done.stderr)
 
-    def test_story_prints_the_answer_and_a_weight_for_every_token_by_its_label(self):
+    def test_story_prints_the_answer_and_a_weight_for_every_token_by_its_position_and_label(self):
         story = "mia has a red ball. tom has a blue cup too. the ball is"
         done = run_script("train_attention.py", "--story", story, "--steps", "1")
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -581,12 +581,12 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertRegex(answer, r"^answer: '.+'$")
         self.assertEqual(heading, "the question's weight on each token:")
         self.assertEqual(len(rows), len(story.replace(".", " .").split()))
-        self.assertAlmostEqual(sum(float(row.split()[1]) for row in rows), 1.0, delta=1e-3)
-        labels = [row.split()[0] for row in rows]     # a repeated token is told apart by place
+        self.assertAlmostEqual(sum(float(row.split()[2]) for row in rows), 1.0, delta=1e-3)
+        labels = [row.split()[1] for row in rows]     # a repeated token is told apart by place
         self.assertEqual(len(set(labels)), len(labels), labels)
         self.assertIn("␣ball@5", labels)
-        for n, label in enumerate(labels, 1):      # a repeated token's @ counts from 1
-            self.assertTrue("@" not in label or label.endswith(f"@{n}"), label)
+        for n, (row, label) in enumerate(zip(rows, labels), 1):    # position and @ from 1
+            self.assertTrue(row.startswith(f"{n} ") and label.endswith(f"@{n}" * ("@" in label)))
 
     def test_check_without_a_record_says_so_before_training(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -12,10 +12,11 @@ import random
 import re
 import unittest
 
+import train_attention
 from attention import (attention_backward, attention_forward, init_attention, matmul,
                        softmax_row)
 from common.gradcheck import central_differences, max_err
-from tests.helpers import (GRAD_TOLERANCE, HERE, RAINDROP, MessageAssertions, bits,
+from tests.helpers import (GRAD_TOLERANCE, HERE, LISTED, RAINDROP, MessageAssertions, bits,
                            question_row_and_its_gradient, raindrop_figures, run_script)
 from training.model import predict as predict_one_layer
 from training.recorded_model import read_model
@@ -168,11 +169,24 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
         del params["Wq2"]
         self.assertMessage(TypeError, "Wq2", given_layer.predict, model, text)
 
+    def test_recorded_model_reads_either_recorded_model_and_refuses_other_layers(self):
+        two = train_attention.recorded_model(layers=2)
+        self.assertEqual((two["layers"], two["params"]), (2, given_layer.read_model(os.path.join(
+            HERE, "training", "two-layer-model.json"))["params"]))
+        self.assertNotIn("layers", train_attention.recorded_model())
+        for layers in (0, 3, "2"):
+            self.assertMessage(ValueError, f"layers must be 1 or 2, got {layers!r}",
+                               train_attention.recorded_model, layers)
+            self.assertMessage(ValueError, f"layers must be 1 or 2, got {layers!r}",
+                               train_attention.train_model, 1, 1, None, layers)
+
     def test_layers_other_than_1_or_2_and_flags_it_cannot_take_are_refused(self):
         for args, fragment in ((["--layers", "3"], "--layers must be 1 or 2, got 3"),
                                (["--layers", "2", "--block", "3"], "add --story TEXT"),
                                (["--layers", "2", "--svg", "two.svg"], "drop --svg"),
-                               (["--layers", "2", "--steps", "9"], "drop --steps")):
+                               (["--layers", "2", "--steps", "9"], "drop --steps"),
+                               (["--layers", "2", "--seed", "2", "--story", "the ball is"],
+                                "answers from the recorded seed 1): drop --seed")):
             self.assertOneLineError(run_script("train_attention.py", *args), fragment)
 
 
@@ -213,7 +227,7 @@ class RecordedModel(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.model, cls.blocked, cls.patched = raindrop_figures()
+        cls.model, cls.blocked, cls.patched, cls.listed = raindrop_figures()
         with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
             cls.readme = " ".join(f.read().split())
 
@@ -224,6 +238,15 @@ class RecordedModel(unittest.TestCase):
         one_layer = read_model(os.path.join(HERE, "training", "trained-model.json"))
         self.assertEqual(predict_one_layer(one_layer, RAINDROP)[0], " brown")
         self.assertIn(f"layer 2 puts {max(w for _, w in weights):.4f} of its weight on \" blue\"",
+                      self.readme)
+
+    def test_in_a_list_layer_2_weighs_the_row_after_the_thing_asked_about(self):
+        answer, weights = self.listed
+        top = max(range(len(weights)), key=lambda i: weights[i][1])
+        self.assertEqual((answer, [token for token, _ in weights[top - 2:top + 1]]),
+                         (" blue", [" blue", " kite", "."]))
+        self.assertIn(f"asked \"{LISTED}\", layer 2 puts {weights[top][1]:.4f} of its weight on "
+                      f"the \".\" at position {top + 1}, whose row holds \" blue\" and \" kite\"",
                       self.readme)
 
     def test_block_and_patch_read_layer_2s_question_row_bit_for_bit(self):
@@ -301,6 +324,16 @@ class Record(unittest.TestCase):
         self.assertIn(f"two layers answer {span('new words')} of 60", readme)
         distractors = span("distractor's object")
         self.assertIn(f"the distractor's thing {distractors}.", readme)
+        least = {kind: min(seed["two layers"][kind] for seed in self.record["seeds"])
+                 for kind in self.record["seeds"][0]["two layers"]}
+        self.assertGreaterEqual(min(least["second object"], least["third object"]), 57)
+        named = ("written: second object", "written: third object", "new words",
+                 "distractor's object")      # the bar's sentence names these first
+        self.assertTrue(all(least[kind] < 57 for kind in named), least)
+        short = [f"{kind} ({least[kind]})" for kind in least if least[kind] < 57
+                 and kind not in named]      # then every other set short of 57, at its least
+        self.assertIn(f"nor, by a story or two, on {', '.join(short[:-1])} and {short[-1]};",
+                      readme.replace(" at the least", ""))
         self.assertIn(f"{given_layer.STORIES:,} fresh stories a seed", readme)
         self.assertIn(f"every {given_layer.CURVE_EVERY:,} stories of the training", readme)
         self.assertEqual({seed["stories"] for seed in self.record["seeds"]}, {given_layer.STORIES})

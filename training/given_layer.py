@@ -17,7 +17,7 @@ from operator import mul
 
 from attention import add, unchecked
 from common import checks
-from common.safe_io import read_json
+from common.safe_io import read_json, read_text
 from training import model as one_layer, train as one_layer_train
 from training.adam import Adam
 from training.model import embed, embedding_grads
@@ -53,8 +53,7 @@ def written_stories():
     found = {}
     for kind in ("second", "third"):
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"written-{kind}.txt")
-        with open(path, encoding="utf-8") as f:
-            texts = [line.strip() for line in f if line.strip()]
+        texts = [line.strip() for line in read_text(path).splitlines() if line.strip()]
         found[f"written: {kind} object"] = [Story(t, t.split()[-1][:-1], t.split()[-3], None)
                                             for t in texts]
     return found

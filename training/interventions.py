@@ -329,7 +329,7 @@ def patch_svg(result):
 
 def intervention_table(before, after, marked):
     """The answer and the question's weights before → after; marked: {index: what was done}."""
-    labels = token_labels(before["tokens"])
+    labels = [f"{n} {label}" for n, label in enumerate(token_labels(before["tokens"]), 1)]
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
             f"the question's weight on each token, before → after:\n"
