@@ -93,16 +93,23 @@ def _signals_held():
 def run_seeds(seeds, steps=STEPS, models=None):
     """The records of seeds, trained on every core, in order; models, a dict, gets each seed's
     model_record. Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool."""
-    pool = ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1),
-                               initializer=_worker_signals)
+    results = _pooled(_run_keeping_model, seeds, [steps] * len(seeds))
+    for seed, (record, model) in zip(seeds, results):
+        if models is not None:
+            models[seed] = model
+        yield record
+
+
+def _pooled(work, *arguments, workers=None):
+    """work(*each) for each of zip(*arguments), in order, on every core (at most workers):
+    Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool, and the work under way."""
+    count = min(len(arguments[0]), workers or os.cpu_count() or 1)
+    pool = ProcessPoolExecutor(max_workers=count, initializer=_worker_signals)
     before = {stop: signal.signal(stop, signal.default_int_handler) for stop in STOPPING}
     try:
         with _signals_held():       # a signal now waits until the pool has started whole
-            results = pool.map(_run_keeping_model, seeds, [steps] * len(seeds))
-        for seed, (record, model) in zip(seeds, results):
-            if models is not None:
-                models[seed] = model
-            yield record
+            results = pool.map(work, *arguments)
+        yield from results
     except BaseException:       # Ctrl-C or an error: the seeds under way are stopped, not awaited
         for process in getattr(pool, "_processes", {}).values():  # no public way before 3.14
             process.terminate()
@@ -283,12 +290,11 @@ def main(argv=None):
                      "--ablate-value and --json")
     if args.json and not (args.story is not None or args.patch is not None):
         parser.error("--json goes with --story or --patch")
-    for name in ("steps", "seeds"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     for name, limit in (("steps", MAX_STEPS), ("seeds", MAX_SEEDS)):
-        if getattr(args, name) is not None and getattr(args, name) > limit:
-            parser.error(f"--{name} must be at most {limit}, got {getattr(args, name)}")
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= limit:
+            parser.error(f"--{name} must be at {'least 1' if value < 1 else f'most {limit}'}, "
+                         f"got {value}")
     return guarded(lambda: (_two_layers if args.layers == 2 else _run)(args))
 
 
@@ -342,9 +348,7 @@ def _run(args):
 
 def _answer(args, model):
     """--export, --patch, --block and --ablate-value, or --story, on model (either model)."""
-    two = model.get("layers") == 2
-    if two and not args.json and args.export is None:
-        show(f"({given_layer.GIVEN})\n")
+    given = f"({given_layer.GIVEN})\n" if model.get("layers") == 2 and not args.json else ""
     if args.export is not None:
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
         save_view(args.export, story_attention(model, text), None)
@@ -352,20 +356,20 @@ def _answer(args, model):
         result = patch(model, args.patch, args.into)
         if args.svg is not None:     # said on standard error when standard output is JSON
             save_view(args.svg, patch_svg(result), None, say=note if args.json else None)
-        show(to_json(rounded(result, 4)) if args.json else patch_table(result))
+        show(to_json(rounded(result, 4)) if args.json else given + patch_table(result))
     elif args.block is not None or args.ablate_value is not None:
         before, after = intervene(model, args.story, args.block or (), args.ablate_value)
         marks = {n - 1: "◀ blocked" for n in args.block or ()}
         if args.ablate_value is not None:
             marks[args.ablate_value - 1] = marks.get(args.ablate_value - 1, "◀") + " value zeroed"
         show(to_json({name: after[name] for name in ("answer", "tokens", "weights")})
-             if args.json else intervention_table(before, after, marks))
+             if args.json else given + intervention_table(before, after, marks))
     else:
         answer, weights = predict(model, args.story)
         show(to_json({"answer": answer, "tokens": [t for t, _ in weights],
                           "weights": [w for _, w in weights]}) if args.json else
-             f"answer: {answer!r}\n"
-             + ("layer 2's" if two else "the question's") + " weight on each token:\n"
+             given + f"answer: {answer!r}\n"
+             + ("layer 2's" if given else "the question's") + " weight on each token:\n"
              + weights_table(weights))
     return 0
 
@@ -397,21 +401,20 @@ def _two_layers(args):
     if args.check:
         return _check_two_layers()
     if not args.write:
-        record, _ = given_layer.run(SEED if args.seed is None else args.seed, progress=_progress)
+        record = _two_layer_seed(SEED if args.seed is None else args.seed)[0]
         show(f"({given_layer.GIVEN})\n" + two_layer_table([record]))
         return 0
     records, prefix = [], None
-    with ProcessPoolExecutor(max_workers=2, initializer=_worker_signals) as pool:
-        for record, model, trained in pool.map(_two_layer_seed, given_layer.SEEDS):
-            records.append(record)    # each recorded as it ends: a run stopped keeps them
-            if record["seed"] == SEED:
-                prefix = trained
-                write_atomic(TWO_MODEL_PATH, to_json(model))
-            write_atomic(TWO_RUN_PATH, to_json({
-                "given": given_layer.GIVEN, "batch": given_layer.BATCH,
-                "learning_rate": given_layer.LEARNING_RATE, "d_model": given_layer.D_MODEL,
-                "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
-            show(f"wrote seed {record['seed']} in two-layer-run.json\n")
+    for record, model, trained in _pooled(_two_layer_seed, given_layer.SEEDS, workers=2):
+        records.append(record)    # each recorded as it ends: a run stopped keeps them
+        if record["seed"] == SEED:
+            prefix = trained
+            write_atomic(TWO_MODEL_PATH, to_json(model))
+        write_atomic(TWO_RUN_PATH, to_json({
+            "given": given_layer.GIVEN, "batch": given_layer.BATCH,
+            "learning_rate": given_layer.LEARNING_RATE, "d_model": given_layer.D_MODEL,
+            "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
+        show(f"wrote seed {record['seed']} in two-layer-run.json\n")
     return 0
 
 

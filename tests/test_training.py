@@ -3,18 +3,13 @@ train_attention.py's command line: each set of stories holds what its name says,
 the whole model's gradient, Adam's steps, a short training, predict's door, the recorded claims,
 and the command line's refusals."""
 
-import concurrent.futures
 import functools
 import json
 import math
 import os
 import random
 import re
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 import unittest
 from collections import Counter
 
@@ -23,48 +18,8 @@ from common.gradcheck import central_differences, max_err
 from tests.helpers import (GRAD_TOLERANCE, HERE, MessageAssertions, bits,
                            question_row_and_its_gradient, recorded_seed_stories, run_script)
 from bpe import chunks
-from lab06.runner import descendants
 from training import adam, bigrams, model, stories, tables, train
 from training.recorded_model import read_model
-
-def running(pid):
-    """Whether pid is a process that has not ended (a zombie has)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def stopped_by(stop):
-    """`train_attention.py --seeds 2` stopped by the signal stop once both its workers run:
-    (exit status, stderr, the workers, those still running after it ended). It waits for events;
-    its bounds of 60 s stand only against a hang (a worker left running keeps a pipe open, so
-    stderr goes to a file)."""
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        process = subprocess.Popen([sys.executable, "train_attention.py", "--seeds", "2",
-                                    "--steps", "100000"], cwd=HERE, stdout=subprocess.DEVNULL,
-                                   stderr=err)
-        bound = time.monotonic() + 60
-        while len(descendants(process.pid)) < 2 and time.monotonic() < bound:
-            time.sleep(0.02)
-        workers = descendants(process.pid)
-        process.send_signal(stop)
-        process.wait(timeout=60)
-        bound = time.monotonic() + 60
-        while any(running(w) for w in workers) and time.monotonic() < bound:
-            time.sleep(0.02)
-        left = [w for w in workers if running(w)]
-        for w in left:          # a failing run must not leave them training
-            os.kill(w, signal.SIGKILL)
-        err.seek(0)
-        return process.returncode, err.read(), workers, left
-
-
-# started when this module is imported, each on a thread: most of it is the other process's work
-STOPPED_SEEDS = ({stop: concurrent.futures.ThreadPoolExecutor(1).submit(stopped_by, stop)
-                  for stop in (signal.SIGTERM, signal.SIGHUP)}
-                 if os.path.isdir("/proc") and hasattr(signal, "SIGHUP") else {})
 
 SEED = 20261129
 
@@ -554,15 +509,6 @@ class CommandLine(MessageAssertions, unittest.TestCase):
             done = run_script("train_attention.py", *args)
             self.assertOneLineError(done, fragment)
             self.assertEqual(done.returncode, 2, args)
-
-    @unittest.skipUnless(STOPPED_SEEDS, "needs /proc and SIGHUP")
-    def test_sigterm_or_sighup_stops_the_seeds_workers_as_ctrl_c_does(self):
-        for stop, future in STOPPED_SEEDS.items():
-            code, err, workers, left = future.result()
-            with self.subTest(signal=stop.name):
-                self.assertEqual(len(workers), 2, "the two workers never started")
-                self.assertEqual((code, err.strip()), (130, "error: interrupted"))
-                self.assertEqual(left, [], "a worker outlived train_attention.py --seeds")
 
     def test_a_story_it_cannot_read_is_refused_before_training(self):
         for story, fragment in [("Mia has a red ball. the ball is", "got 'M' at position 1"),

@@ -11,16 +11,17 @@ import os
 import random
 import re
 import runpy
+import tempfile
 import unittest
 
-from attention import (attention_backward, attention_forward, init_attention, matmul,
+from attention import (add, attention_backward, attention_forward, init_attention, matmul,
                        softmax_row)
 from common.gradcheck import central_differences, max_err
 from tests.helpers import (GRAD_TOLERANCE, HERE, LISTED, RAINDROP, MessageAssertions, bits,
                            question_row_and_its_gradient, raindrop_figures, run_script)
 from training.model import predict as predict_one_layer
 from training.recorded_model import read_model
-from training import given_layer, stories, tables, two_layers
+from training import given_layer, interventions, stories, tables, two_layers
 from training.adam import Adam
 
 SEED = 20261201
@@ -137,6 +138,15 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
             adam.step(params, given_layer.batch_grads(params, batch)[1])
         self.assertLess(given_layer.batch_grads(params, batch)[0], first * 2 / 3)
 
+    def test_train_model_refuses_a_count_or_batches_it_cannot_train_and_a_seed_not_an_int(self):
+        for kwargs in ({"count": 0}, {"count": 7}, {"count": -8}, {"count": 8.0}, {"batches": 0},
+                       {"batches": -1}, {"batches": 1.5}, {"batches": "2"}):
+            with self.subTest(**kwargs):
+                self.assertMessage(ValueError, "train_model needs count an int of at least 8",
+                                   lambda: given_layer.train_model(1, **kwargs))
+        for call in (given_layer.train_model, given_layer.held_out):
+            self.assertMessage(TypeError, "seed must be an int, got", call, "1")
+
     def test_the_third_object_set_lists_three_things_and_asks_about_the_third(self):
         sets = stories.cannot_stories(SEED, ([], {}), stories.TWO_LAYER_SETS)
         self.assertEqual(list(sets), list(stories.TWO_LAYER_SETS))
@@ -222,7 +232,7 @@ class WrittenStories(unittest.TestCase):
                     stories.encode_question(tokenizer, stories.question(s))     # fits
 
 
-class RecordedModel(unittest.TestCase):
+class RecordedModel(MessageAssertions, unittest.TestCase):
     """The README's raindrop story, on the recorded two-layer model: its answer, and --block and
     --patch on layer 2's question row."""
 
@@ -271,6 +281,45 @@ class RecordedModel(unittest.TestCase):
                       self.readme)
         self.assertIn(f"position 15 restores {values[0]} of the logit difference, that of position "
                       f"16 {values[1]} and that of position 17 {values[2]}:", self.readme)
+
+    def test_patching_the_mixed_row_keeps_the_corrupted_runs_stream(self):
+        """The clean mixed row put into the corrupted run restores what it restores beside the
+        corrupted stream x1[T−1], which reads the object the two questions differ in."""
+        clean = "mia has a red ball. tom has a blue cup. the ball is"
+        corrupted = clean.replace("the ball is", "the cup is")
+        params, tokenizer = self.model["params"], self.model["tokenizer"]
+        ran = [two_layers.forward(params, stories.encode_question(tokenizer, text))
+               for text in (clean, corrupted)]
+        patched = matmul(add(ran[1]["x1"][-1:], matmul(ran[0]["row"]["mixed"], params["Wo2"])),
+                         params["U"])[0]
+        red, blue = stories.COLOURS.index("red"), stories.COLOURS.index("blue")
+        d = [logits[red] - logits[blue] for logits in (ran[0]["logits"], ran[1]["logits"], patched)]
+        found = interventions.patch(self.model, clean, corrupted)["mixed"]
+        self.assertEqual(found, (d[2] - d[1]) / (d[0] - d[1]))
+        self.assertLess(found, 0.99)
+
+    def test_a_recorded_model_of_the_wrong_shapes_is_refused_naming_the_weight(self):
+        with open(os.path.join(HERE, "training", "two-layer-model.json"), encoding="utf-8") as f:
+            record = json.load(f)
+        params = record["params"]
+        for name, changed, fragment in (
+                ("E", params["E"][:5], "has E of shape (5, 32), expected"),
+                ("Wv2", [row[:-1] for row in params["Wv2"]], "has Wv2 of shape (32, 15), expected "
+                                                            "(32, 16)"),
+                ("U", [row + [0.0] for row in params["U"]], "has U of shape (32, 12), expected "
+                                                           "(32, 11)"),
+                ("Wo1", params["Wo1"][:-1], "has Wo1 of shape (15, 32), expected (16, 32)")):
+            with self.subTest(weight=name), tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "two-layer-model.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(dict(record, params=dict(params, **{name: changed})), f)
+                self.assertMessage(ValueError, fragment, given_layer.read_model, path)
+
+    def test_a_story_refused_prints_nothing_before_its_error(self):
+        for args in (["--story", "the ball"], ["--story", RAINDROP, "--block", "20"],
+                     ["--patch", RAINDROP, "--into", "the ball is"]):
+            done = run_script("train_attention.py", "--layers", "2", *args)
+            self.assertEqual((done.returncode, done.stdout), (1, ""), done.stderr)
 
     def test_the_command_says_layer_1_is_given_beside_patching(self):
         done = run_script("train_attention.py", "--layers", "2", "--patch", RAINDROP, "--into",

@@ -41,7 +41,9 @@ GIVEN = ("layer 1 is given, not learned: each row averages the two tokens before
 
 
 def held_out(seed):
-    """{set: its stories}: every set of HELD_OUT, then those of TWO_LAYER_SETS, written_stories'."""
+    """{set: its stories}: every set of HELD_OUT, then those of TWO_LAYER_SETS, written_stories'.
+    Raises TypeError unless seed is an int."""
+    checks.check_seed(seed)
     drawn = stories(seed)
     return {**drawn[1], **cannot_stories(seed, drawn, TWO_LAYER_SETS), **written_stories()}
 
@@ -172,8 +174,13 @@ def batch_grads(params, batch):
 def train_model(seed, count=STORIES, batches=None, progress=None, watch=()):
     """The model trained on count stories of seed, or their first batches alone; progress(stories,
     mean_loss) at each loss recorded; every CURVE_EVERY stories, how many of the stories watch
-    it answers, in "curve". Raises TypeError unless seed is an int."""
+    it answers, in "curve". Raises TypeError unless seed is an int, ValueError unless count is an
+    int of at least BATCH and batches None or an int of at least 1."""
     checks.check_seed(seed)
+    if type(count) is not int or count < BATCH or batches is not None and (
+            type(batches) is not int or batches < 1):
+        raise ValueError(f"train_model needs count an int of at least {BATCH} and batches None or "
+                         f"an int of at least 1, got count={count!r}, batches={batches!r}")
     steps = count // BATCH
     pairs = training_pairs(seed, (batches or steps) * BATCH, held_out(seed))   # the first ones
     tokenizer = training_tokenizer()
@@ -207,15 +214,26 @@ def model_record(model, seed):
 
 def read_model(path):
     """The model the record at path holds, as train_model returns it. Raises ValueError naming
-    what is wrong unless it holds every weight, each a matrix of numbers."""
-    record = read_json(path, "the two-layer model",
-                       then="run train_attention.py --layers 2 --write")
-    if not isinstance(record.get("params"), dict) or sorted(record["params"]) != sorted(WEIGHTS):
-        raise ValueError(f"two-layer-model.json must hold the weights {', '.join(WEIGHTS)}: run "
-                         f"train_attention.py --layers 2 --write")
-    for name in WEIGHTS:
-        checks.check_matrix(name, record["params"][name])
-    return {"tokenizer": training_tokenizer(), "params": record["params"], "layers": 2}
+    what is wrong unless it holds every weight, each a matrix of numbers of its shape: E (V,
+    d_model), U (d_model, C), Wv1, Wq2, Wk2, Wv2 (d_model, d_head), Wo1, Wo2 (d_head, d_model)."""
+    then = "run train_attention.py --layers 2 --write"
+    params = read_json(path, "the two-layer model", then=then).get("params")
+    if not isinstance(params, dict) or sorted(params) != sorted(WEIGHTS):
+        raise ValueError(f"two-layer-model.json must hold the weights {', '.join(WEIGHTS)}: {then}")
+    try:
+        shapes = {name: checks.check_matrix(name, params[name]) for name in WEIGHTS}
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"two-layer-model.json has a weight that is no matrix of numbers ({e}): "
+                         f"{then}") from None
+    V, d = len(training_tokenizer().vocab), shapes["E"][1]
+    h1, h2 = shapes["Wv1"][1], shapes["Wq2"][1]       # layer 1's head and layer 2's
+    expected = {"E": (V, d), "U": (d, len(COLOURS)), "Wv1": (d, h1), "Wo1": (h1, d),
+                "Wq2": (d, h2), "Wk2": (d, h2), "Wv2": (d, h2), "Wo2": (h2, d)}
+    wrong = [name for name in WEIGHTS if shapes[name] != expected[name]]
+    if wrong:
+        raise ValueError(f"two-layer-model.json has {wrong[0]} of shape {shapes[wrong[0]]}, "
+                         f"expected {expected[wrong[0]]} for a vocabulary of {V}: {then}")
+    return {"tokenizer": training_tokenizer(), "params": params, "layers": 2}
 
 
 def predict(model, text):

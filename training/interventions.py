@@ -58,10 +58,15 @@ def question_row(params, vectors, allowed=None):
     out = mixed·Wo, logits = out·U; of two layers, logits = (x1[T−1] + mixed·Wo2)·U."""
     q, k, v = vectors["q"], vectors["k"], vectors["v"]
     row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
+    return row, logits_of(params, row["mixed"], vectors)
+
+
+def logits_of(params, mixed, vectors):
+    """The logits (C,) of a mixed row (1, d_head): mixed·Wo·U; of two layers, with the stream
+    of vectors, (x1[T−1] + mixed·Wo2)·U."""
     if "Wo2" in params:
-        return row, matmul(add([vectors["stream"]], matmul(row["mixed"], params["Wo2"])),
-                           params["U"])[0]
-    return row, matmul(matmul(row["mixed"], params["Wo"]), params["U"])[0]
+        return matmul(add([vectors["stream"]], matmul(mixed, params["Wo2"])), params["U"])[0]
+    return matmul(matmul(mixed, params["Wo"]), params["U"])[0]
 
 
 def _positions(positions, T, flag):
@@ -129,7 +134,7 @@ def patch(model, clean, corrupted, rows=None):
                          f"corrupted one {len(corrupted_ids)}")
     clean_vectors = projections(params, clean_ids, rows)
     corrupted_vectors = projections(params, corrupted_ids, rows)
-    _, clean_logits = question_row(params, clean_vectors)
+    clean_row, clean_logits = question_row(params, clean_vectors)
     _, corrupted_logits = question_row(params, corrupted_vectors)
     clean_answer, corrupted_answer = answer_of(clean_logits), answer_of(corrupted_logits)
     a, b = (COLOURS.index(answer.strip()) for answer in (clean_answer, corrupted_answer))
@@ -161,7 +166,8 @@ def patch(model, clean, corrupted, rows=None):
     return {"clean_answer": clean_answer, "corrupted_answer": corrupted_answer,
             "logit_difference": {"clean": difference(clean_logits),
                                  "corrupted": difference(corrupted_logits)},
-            "positions": positions, "mixed": share(clean_logits)}   # the logits read mixed alone
+            "positions": positions,     # the clean mixed row in the corrupted run (its stream)
+            "mixed": share(logits_of(params, clean_row["mixed"], corrupted_vectors))}
 
 
 def colour_swapped(s, offset=1):
