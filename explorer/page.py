@@ -186,21 +186,17 @@ def explored(maps, rows, cols, side, exact):
     first = maps[0]
     modes = []
     for m in maps:
-        cells, arithmetic = [], []
-        for i, scores_i in enumerate(m["scores"]):
-            terms = softmax_terms(scores_i)
-            cells.append([_cell(m, i, j) for j in range(len(cols))])
-            arithmetic.append([_cell_lines(m, i, j, terms, rows, cols, side[1], exact)
-                               for j in range(len(cols))])
+        terms = [softmax_terms(scores_i) for scores_i in m["scores"]]     # row i's (max, exps, Σ)
         modes.append({
             "key": m["key"], "title": m["title"], "subtitle": m["subtitle"],
             **{name: m[name] for name in ("q", "k", "v", "weights", "mixed")},
             "scores": [[None if s == -math.inf else s for s in row] for row in m["scores"]],
-            "cells": cells,
+            "cells": [[_cell(m, i, j) for j in range(len(cols))] for i in range(len(terms))],
             "side_text": [[number(value) for value in row] for row in m["mixed"]],
             "changed": changed_rows(first["weights"], m["weights"]),
             "side_changed": changed_rows(first["mixed"], m["mixed"]),
-            "arithmetic": arithmetic,
+            "arithmetic": [[_cell_lines(m, i, j, terms[i], rows, cols, side[1], exact)
+                            for j in range(len(cols))] for i in range(len(terms))],
             "row_arithmetic": [_row_lines(m, i, side[1], exact) for i in range(len(rows))]})
     return {"rows": rows, "cols": cols, "side": side[0], "modes": modes}
 
