@@ -77,9 +77,8 @@ class LearnerProcess:
         os.close(answers_out)
         self.answer_stream = os.fdopen(answers_in, "rb")
         self.request_stream = os.fdopen(requests_out, "wb")
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._write, daemon=True).start()
-        threading.Thread(target=self._hear_the_warden, daemon=True).start()
+        for target in (self._read, self._write, self._hear_the_warden):
+            threading.Thread(target=target, daemon=True).start()
         try:
             report = self.reports.get(timeout=START_LIMIT)
             self.runner, self.mode = int(report[1]), report[2]
@@ -105,16 +104,12 @@ class LearnerProcess:
                     return
 
     def _write(self):
-        """Each request, in its own thread: a process that stops reading cannot block the grader."""
-        try:
+        """Each request, in its own thread: a process that stops reading cannot block the grader.
+        An OSError is the process gone: the next answer says how."""
+        with contextlib.suppress(OSError), self.request_stream as stream:
             for request in iter(self.requests.get, None):
-                self.request_stream.write(request)
-                self.request_stream.flush()
-        except OSError:
-            pass                  # the process has gone; the next answer says how
-        finally:
-            with contextlib.suppress(OSError):
-                self.request_stream.close()
+                stream.write(request)
+                stream.flush()
 
     def ask(self, call, *args):
         """The runner's answer to call(*args): "import", which carries what the runner watches
@@ -227,11 +222,9 @@ class LearnerProcess:
 
 
 def _command_line(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return None
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read()
+    return None             # it has ended
 
 
 def project_inodes(path):
