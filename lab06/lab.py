@@ -347,11 +347,9 @@ def _bug_section(bug, after):
 def lab():
     """Everything the lab records, in the order perturb-trace.json keeps it."""
     runs = {"baseline": run()}
+    runs.update({name: run(HEAD, [change]) for name, change in INTERVENTIONS.items()})
     first = _baseline_of(runs["baseline"])
-    interventions = {}
-    for name, change in INTERVENTIONS.items():
-        runs[name] = run(HEAD, [change])
-        interventions[name] = _compared(first, runs[name])
+    interventions = {name: _compared(first, runs[name]) for name in INTERVENTIONS}
     interventions["future_key_perturbation"]["buggy_output"] = buggy_post_softmax(
         *_inputs_of(runs["future_key_perturbation"]))[1]
 

@@ -33,13 +33,12 @@ def lab_page(result):
     T = len(result["baseline"]["weights"])
     if T > MAX_TOKENS:
         raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
-    found = cases(result)
     labels = position_labels(T)
     note = ("Predict first: each map stays hidden until you press Reveal (#answers=shown opens "
             "them all). Every number on this page was computed in Python by lab06/lab.py through "
             "attend, over the core the lesson's layer uses, and written in by perturb_attention.py "
             "--html; the page's script only shows them. (= 1/3): the fraction gives the float "
             "back to the last bit; (≈ 1/10): within the lab's 1e-9. Positions count from 1.")
-    data = explored(lab_maps(found), labels, labels, ("Z", "z"), exact=True)
+    data = explored(lab_maps(cases(result)), labels, labels, ("Z", "z"), exact=True)
     return page_html("Lab 06: one attention head, changed one piece at a time", note,
                      "perturb_attention.py --html", "map", dict(data, predict_first=True))
