@@ -17,8 +17,7 @@ JSON from 0, as the lab's spec fixes them).
 
 # first: from here on Ctrl-C is one line and exit 130 (common/__init__.py)
 from common.cli import (NotANumber, check_outputs, check_stdout, decimal, fail, guarded,
-                        integer, parse_trace_args, save_views, show, show_json,
-                        trace_parser)
+                        integer, parse_trace_args, save_views, show, trace_parser)
 import argparse
 import os
 import sys
@@ -404,11 +403,8 @@ def _run(args):
         show(part_one_table(result, head) if args.baseline else changes_table(result))
     if args.svg is not None or args.table or args.html is not None or args.export is not None:
         return 0
-    json_text = to_json(rounded(result, DIGITS))
-    if own:
-        show_json(json_text)
-        return 0
-    return write_or_check(json_text, TRACE_PATH, args.write, args.check)
+    # an experiment prints its JSON: --write and --check take no head, change or bug of one's own
+    return write_or_check(to_json(rounded(result, DIGITS)), TRACE_PATH, args.write, args.check)
 
 
 if __name__ == "__main__":
