@@ -123,11 +123,9 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     masks = {}
     for mode in MASK_MODES:
         run = attention_forward(params, x, mode)
-        masks[mode] = {
-            "rows_changed_by_the_edit": changed_rows(
-                run["out"], attention_forward(params, x_changed, mode)["out"]),
-            "weight_on_future_row_0": round(fsum(run["weights"][0][1:]), 4),
-        }
+        edited_out = attention_forward(params, x_changed, mode)["out"]
+        masks[mode] = {"rows_changed_by_the_edit": changed_rows(run["out"], edited_out),
+                       "weight_on_future_row_0": round(fsum(run["weights"][0][1:]), 4)}
     analytic, _ = attention_backward(params, x, cache, r)
     numeric = numeric_grad(params, x, r)
 

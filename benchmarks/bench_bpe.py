@@ -26,11 +26,9 @@ RUNS = 5             # bpe.train and the Rust trainer: the best of this many run
 
 def text_of(path):
     """The text of a file, or of a folder's .txt files, lower-cased and filtered to ALPHABET."""
-    if os.path.isdir(path):
-        files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
-                       for name in names if name.endswith(".txt"))
-    else:
-        files = [path]
+    files = [path] if not os.path.isdir(path) else sorted(
+        os.path.join(folder, name) for folder, _, names in os.walk(path) for name in names
+        if name.endswith(".txt"))
     text = "".join(read_text(name, limit=2 ** 30) for name in files).lower()
     return "".join(ch for ch in text if ch in ALPHABET)
 

@@ -104,8 +104,7 @@ def nested(text):
     if called:     # a function's call, not a pair of brackets: ln(2) is not read
         raise ValueError(f"{called.group(1)}(…) is written without brackets here: ln 2, 2 ln 2, "
                          f"ln 2/4 or c")
-    tokens = [t.strip() for t in re.findall(r"[][(),]|[^][(),]+", text)]
-    tokens = [t for t in tokens if t]
+    tokens = [t.strip() for t in re.findall(r"[][(),]|[^][(),]+", text) if t.strip()]
 
     def value(at, depth):
         if depth > 3:
