@@ -25,8 +25,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-from common.cli import (OneLineParser, check_outputs, check_stdout, guarded, integer, note,
-                        show)
+from common.cli import OneLineParser, check_outputs, check_stdout, guarded, integer, note, show
 from common.golden import to_json
 from common.safe_io import check_output_path, read_json, read_text, write_atomic
 

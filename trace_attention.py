@@ -26,8 +26,7 @@ from common.cli import check_outputs, guarded, parse_trace_args, save_views, sho
 from common.export import export_text
 from common.golden import changed_rows, rounded, to_json, write_or_check
 from common.gradcheck import central_differences, max_err
-from common.views import (MAX_TOKENS, heatmaps_svg, panel, positions_text, text_table,
-                          token_labels)
+from common.views import MAX_TOKENS, heatmaps_svg, panel, positions_text, text_table, token_labels
 from explorer.page import lesson_page
 
 D_MODEL = 4

@@ -49,8 +49,7 @@ def central_differences(f, matrix, eps=EPS):
                 row[j] = saved
             for y in (up, down):
                 if type(y) not in (float, int):       # True is no loss
-                    raise TypeError(f"f must give a number, got {kind(y)} around entry "
-                                    f"[{i}][{j}]")
+                    raise TypeError(f"f must give a number, got {kind(y)} around entry [{i}][{j}]")
                 if not _holds(y):
                     raise ValueError(f"f must give a finite number, got {said(up)} and "
                                      f"{said(down)} around entry [{i}][{j}]")

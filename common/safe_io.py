@@ -111,8 +111,7 @@ def check_output_path(path, own=None, others=()):
         raise ValueError(f"{path} is a folder: expected a file name")
     target = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
     if target.split(os.sep)[0] == ".git" or (target != own and target in project_files()):
-        raise ValueError(f"{path} is one of this folder's own files: write yours somewhere "
-                         f"else")
+        raise ValueError(f"{path} is one of this folder's own files: write yours somewhere else")
     for name, other in others:
         if other is not None and _same_file(path, other):
             raise ValueError(f"{path} is also {name}: an output must not replace an input or "

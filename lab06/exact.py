@@ -85,8 +85,7 @@ def read_exact(text):
         raise ValueError(f"expected {EXPECTED}, got {plain!r:.40}")
     if any(d is not None and int(d) == 0 for d in (found["bottom"], found["divisor"])):
         raise ValueError(f"{plain!r:.40} divides by zero: expected {EXPECTED}")
-    fraction = Fraction(found["top"] or 1) / int(found["bottom"] or 1) / int(
-        found["divisor"] or 1)
+    fraction = Fraction(found["top"] or 1) / int(found["bottom"] or 1) / int(found["divisor"] or 1)
     if found["sign"] in ("-", "−"):
         fraction = -fraction
     unit = "" if not found["unit"] or fraction == 0 else (

@@ -132,10 +132,8 @@ TALL = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 RECTANGLE = [[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]
 MIXED_MASK = [[True, False, True], [False, True, True], [True, True, False]]
 FUTURE_ABOVE = ([[1.0], [1.0]], [[0.0], [1000.0]], [[1.0], [2.0]], [[True, False], [True, True]])
-NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]],
-                   [[True, False], [True, True]])
-NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]],
-                  [[True, False], [True, True]])
+NEAR_MINUS_1E10 = ([[-1e5], [-1e5]], [[1e5], [1e5]], [[1.0], [2.0]], [[True, False], [True, True]])
+NEAR_MINUS_1E8 = ([[-1e4], [-1e4]], [[1e4], [1e4]], [[1.0], [2.0]], [[True, False], [True, True]])
 
 
 def _fill_probe(learner):

@@ -105,8 +105,7 @@ def _check_head(q, k, v, allowed, blocked_score):
         raise ValueError(f"keys and values must be as many: k has {S} rows, v has {S_v}")
     check_allowed(allowed, T, S)
     if type(blocked_score) not in PLAIN_NUMBERS:
-        raise TypeError(f"blocked_score must be -inf or a finite number, got "
-                        f"{kind(blocked_score)}")
+        raise TypeError(f"blocked_score must be -inf or a finite number, got {kind(blocked_score)}")
     if blocked_score != -math.inf:
         check_number("blocked_score", blocked_score, "-inf or a finite number")
 

@@ -244,8 +244,7 @@ def project_inodes(path):
     names = [os.path.join(root, name) for name in safe_io.project_files()]
     holders = {root} | {os.path.dirname(name) for name in names}
     made = [os.path.join(folder, "__pycache__") for folder in holders]
-    made = [folder for top in made + [os.path.join(root, ".git")]
-            for folder, _, _ in os.walk(top)]
+    made = [folder for top in made + [os.path.join(root, ".git")] for folder, _, _ in os.walk(top)]
     files = {inode(name) for name in names + sorted(holders)} - {inode(RUNNER), inode(path)}
     return frozenset(files - {None}), frozenset({inode(folder) for folder in made} - {None})
 

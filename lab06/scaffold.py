@@ -73,8 +73,7 @@ def shadowed(path):
     ("the standard library's json", None, None)
     """
     stem, extension = os.path.splitext(os.path.basename(path))
-    if extension == ".py" and (stem in sys.stdlib_module_names
-                               or stem in sys.builtin_module_names):
+    if extension == ".py" and (stem in sys.stdlib_module_names or stem in sys.builtin_module_names):
         return f"the standard library's {stem}"
     return None
 
