@@ -3,6 +3,7 @@ matrix, a seal. Nothing here computes; common/README.md tables the messages. Typ
 value of the wrong kind, ValueError for a wrong shape, size or number.
 """
 
+import contextlib
 import functools
 import marshal
 import math
@@ -230,12 +231,10 @@ def check_scores_row(row):
     if not row:
         raise ValueError("softmax_row needs at least one score, got an empty row")
     check_entries("softmax_row's weights", 1, len(row))
-    try:
+    with contextlib.suppress(OverflowError):      # an int beyond float range: named below
         if set(map(type, row)) <= PLAIN_NUMBERS and not any(map(math.isnan, row)) and \
                 max(row) != math.inf and max(row) != -math.inf:
             return
-    except OverflowError:      # an int beyond float range: named below
-        pass
     for j, s in enumerate(row):
         if s != -math.inf:
             check_number(f"softmax_row's score {j + 1}", s, "finite or −∞")

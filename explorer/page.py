@@ -41,9 +41,7 @@ def fraction(value):
     """
     checks.check_number("fraction's value", value)
     f = exact_fraction(value)
-    if f is None:
-        return None
-    return str(f), "=" if float(f) == value else "≈"
+    return None if f is None else (str(f), "=" if float(f) == value else "≈")
 
 
 def ln2_multiple(score):
