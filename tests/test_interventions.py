@@ -390,6 +390,7 @@ def readme_figures(found):
     at = example["colour_position"] - 1
     both = example["both_swapped"]["result"]["positions"]
     distractor_at = next(n for n, p in enumerate(both) if n != at and p["v"] != "unchanged")
+    refused = sum(one["refused"] for one in patching.values())
     restored = (f"In {restores} of {pairs} pairs the colour's value restores at least "
                 f"{iv.RESTORES} of the logit difference")
     return {
@@ -398,8 +399,8 @@ def readme_figures(found):
                              f"of {early['stories']} stories whose distractor follows the first "
                              f"sentence, and in {late['blocked_gives_distractor']} of "
                              f"{late['stories']} whose distractor stands just before the question",
-        "BLOCK_LATE_SENTENCE": f"With the distractor just before the question the freed weight "
-                               f"spreads further: the distractor gets the largest share of it in "
+        "BLOCK_LATE_SENTENCE": f"With the distractor just before the question, the distractor "
+                               f"gets the largest share of the freed weight in "
                                f"{late['blocked_most_on_distractor']} of {late['stories']} "
                                f"stories, and {late['blocked_gives_neither']} answers are a colour "
                                f"that neither sentence names",
@@ -416,8 +417,9 @@ def readme_figures(found):
                                   f"the distractor's value {both[distractor_at]['v']} and its key "
                                   f"{both[distractor_at]['k']}",
         "EVIDENCE_TABLE": evidence_table(found),
-        "TOTALS_SENTENCE": restored + f" ({sum(one['refused'] for one in patching.values())} more "
-                           f"pairs the model answers alike, and patching refuses them), and "
+        "TOTALS_SENTENCE": restored + f" ({refused} more {'pair' if refused == 1 else 'pairs'} "
+                           f"the model answers alike, and patching refuses "
+                           f"{'it' if refused == 1 else 'them'}), and "
                            f"another position's value moved the logits in "
                            f"{sum(one['other_values_moved'] for one in patching.values())} of "
                            f"them: the stories differ at the colour alone, so every other value is "

@@ -277,8 +277,12 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
                          [(" blue", " blue"), (" blue", " brown")])
         self.assertIn("`--block 15` gives ' blue' → ' blue', for the \".\" after it holds",
                       self.readme)
-        self.assertIn("`--block 15,16`, and it answers as one layer does: ' blue' → ' brown'.",
-                      self.readme)
+        self.assertIn("`--block 15,16`, and it answers as one layer does: ' blue' → ' brown', "
+                      "though by another path:", self.readme)
+        top = max(range(len(after_both["weights"])), key=after_both["weights"].__getitem__)
+        self.assertEqual(after_both["tokens"][top - 2:top + 1], [" brown", " palm", "."])
+        self.assertIn(f"most of its weight goes to the \".\" at position {top + 1}, whose row "
+                      f"holds \" brown\" and \" palm\".", self.readme)
         self.assertIn(f"position 15 restores {values[0]} of the logit difference, that of position "
                       f"16 {values[1]} and that of position 17 {values[2]}:", self.readme)
 
