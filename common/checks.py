@@ -327,10 +327,15 @@ def check_callable(name, value, optional=False):
 
 
 def check_seed(seed):
-    """Raise unless seed is an int (not a bool): None would draw other weights every run."""
+    """seed itself; TypeError unless it is an int (not a bool; None would draw other weights every
+    run), ValueError below 0 (random.Random(-n) draws what random.Random(n) draws)."""
     if type(seed) is not int:
         raise TypeError(f"seed must be an int, got {kind(seed)}: the lesson's weights are "
                         f"drawn from int seeds")
+    if seed < 0:
+        raise ValueError(f"seed must be at least 0, got {seed}: Python's random draws the same "
+                         f"for {seed} as for {-seed}")
+    return seed
 
 
 def check_params(params):

@@ -80,6 +80,11 @@ class InductionCircuit(MessageAssertions, unittest.TestCase):
                 self.assertOneLineError(done, f"--induction sets its weights by hand and draws "
                                               f"its own sequence: drop {flags[0]}")
 
+    def test_a_seed_below_0_is_refused_for_it_draws_what_its_opposite_draws(self):
+        self.assertOneLineError(run_script("train_attention.py", "--induction", "--seed", "-1"),
+                                "seed must be at least 0, got -1: Python's random draws the same "
+                                "for -1 as for 1")
+
     def test_the_readme_shows_what_the_command_prints(self):
         done = run_script("train_attention.py", "--induction")
         with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:

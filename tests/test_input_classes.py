@@ -348,7 +348,7 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
         self.assertMessage(TypeError, "must be a plain float or int, got Lying 1.0", matmul,
                            [[liar]], [[1.0]])
 
-    def test_a_bool_is_no_number_and_a_seed_is_a_plain_int(self):
+    def test_a_bool_is_no_number_and_a_seed_is_a_plain_int_of_at_least_0(self):
         """random.Random takes a float, a str or None as well; None would draw other weights each
         run, NaN too (its hash differs between runs), and the lesson's seeds are ints."""
         class Seed(float):
@@ -364,6 +364,10 @@ class NumbersArePlainFloatsAndInts(MessageAssertions, unittest.TestCase):
                                (training_model.init_params, (5, seed))):
                 with self.subTest(call=call.__name__, seed=seed):
                     self.assertMessage(TypeError, "seed must be an int, got", call, *args)
+        for call, args in ((init_attention, (4, 2, -1)), (ta.embeddings, (3, -1)),
+                           (training_model.init_params, (5, -1))):     # -1 draws what 1 draws
+            self.assertMessage(ValueError, "seed must be at least 0, got -1: Python's random "
+                               "draws the same for -1 as for 1", call, *args)
         self.assertEqual(transpose([[1.0, -math.inf]]), [[1.0], [-math.inf]])   # masked scores
 
     def test_an_int_too_long_to_print_is_shown_by_its_size(self):

@@ -29,6 +29,7 @@ import random
 from math import fsum, sqrt
 
 from attention import add, attention_forward, causal_mask, matmul
+from common.checks import check_seed
 from common.views import heatmaps_svg, panel, token_labels
 
 VOCAB = "abcdefgh"          # the tokens drawn; BOS is token V
@@ -84,7 +85,7 @@ def unembedding():
 
 def repeated_tokens(seed):
     """BOS, N distinct tokens (ids 0…V − 1) drawn by random.Random(seed), and the same N again."""
-    drawn = random.Random(seed).sample(range(V), N)
+    drawn = random.Random(check_seed(seed)).sample(range(V), N)
     return [BOS] + drawn + drawn
 
 
