@@ -255,6 +255,8 @@ def _text(value):
 
 
 NOT_OWN = {"opened": "it opened {}, one of the project's own files and folders",
+           "opened a folder": "it opened the folder {}, from which a path reaches files unseen",
+           "made": "it made {} in one of the project's folders, where a later run would read it",
            "started": "it started another program ({})",
            "rewrote": "it rewrote the {} of one of the grader's functions"}
 

@@ -198,34 +198,52 @@ def _bytes_of(value, dumps=marshal.dumps):
 
 STARTS = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"})
 REWRITES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+MAKES = frozenset({"os.mkdir", "os.rename", "os.link", "os.symlink"})    # each makes a path
+IMPORTABLE = (".py", ".pyc", ".pth", ".so")     # a file made that a later run could import
 
 
 def watch(answers, files=frozenset(), folders=frozenset()):
     """From now on, end this process at the first thing the learner's code may not do, and say
     what on descriptor answers, {"not_own": [what it did, to what]}: open a file or folder whose
     (device, inode) is among files, or a file in one of folders, whichever path leads there (a
-    link, /proc/self/fd, a folder changed into); start another program, whose reading no hook
-    here would see; or rewrite one of this module's functions, the hook among them. An audit hook
+    link, /proc/self/fd, a folder changed into) or any other folder (a path from it, dir_fd, goes
+    unseen); make a path (MAKES), or a file Python could import, in a folder among files or
+    folders; start another program, whose reading no hook here would see; or rewrite one of this
+    module's functions, the hook among them. An audit hook
     (sys.addaudithook), which no Python code can remove; it looks up no name when it runs, so that
     patching os, builtins or this module changes nothing it does."""
 
     def hook(event, args, files=frozenset(files), folders=frozenset(folders), answers=answers,
              stat=os.stat, write=os.write, end=os._exit, kind=type, text=str, raw=bytes,
              number=int, getattr=getattr, quote=QUOTE, errors=(OSError, ValueError, TypeError),
-             starts=STARTS, rewrites=REWRITES, home=globals()):
-        did = None
+             starts=STARTS, rewrites=REWRITES, makes=MAKES, importable=IMPORTABLE,
+             places=frozenset(files) | frozenset(folders), home=globals()):
+        did, new = None, None
         if event == "open" and kind(args[0]) in (text, raw, number):
             path = args[0].decode("utf-8", "surrogateescape") if kind(args[0]) is raw else args[0]
             try:
                 found = stat(path)
+                folder = found.st_mode & 0o170000 == 0o040000
                 mine = (found.st_dev, found.st_ino) in files
                 if not mine and kind(path) is text:
                     head, slash, _ = path.rpartition("/")
                     found = stat(head or slash or ".")        # the folder that holds it
                     mine = (found.st_dev, found.st_ino) in folders
             except errors:
-                mine = False          # nothing there yet: no file of the project's
-            did = mine and ["opened", path if kind(path) is text else f"descriptor {path}"]
+                folder, mine, new = False, False, path     # nothing there yet: a file it makes
+            shown = path if kind(path) is text else f"descriptor {path}"
+            did = mine and ["opened", shown] or folder and ["opened a folder", shown]
+        elif event in makes:
+            new = args[0 if event == "os.mkdir" else 1]       # the path made
+        if kind(new) in (text, raw):
+            new = new.decode("utf-8", "surrogateescape") if kind(new) is raw else new
+            head, slash, _ = new.rpartition("/")
+            try:
+                found = stat(head or slash or ".")            # the folder it would be made in
+                did = (event in makes or new.endswith(importable)) and (
+                    found.st_dev, found.st_ino) in places and ["made", new]
+            except errors:
+                pass
         elif event in starts:
             did = ["started", event]
         elif event == "object.__setattr__" and args[1] in rewrites and \

@@ -44,6 +44,7 @@ ROOT_FROM_MAIN = ("import os, sys\n"
 ROOT_FROM_PROC = ("import os, sys\nwords = open(f'/proc/PID/cmdline', 'rb').read().split(b'\\0')\n"
                   "runner = next(w for w in words if w.endswith(b'runner.py')).decode()\n"
                   "ROOT = os.path.dirname(os.path.dirname(runner))\n")
+PLANTED = "zz_planted_by_a_test"      # what a hostile file would make in the project: never made
 SLEEPER = os.path.join(tempfile.mkdtemp(), "sleeper")    # the pid of a process left to outlive
 atexit.register(shutil.rmtree, os.path.dirname(SLEEPER), True)
 
@@ -143,6 +144,21 @@ HOSTILE = {
         ROOT_FROM_MAIN + "at = os.open(os.path.join(ROOT, 'lab06'), os.O_RDONLY)\n"
         "os.read(os.open('head.py', os.O_RDONLY, dir_fd=at), 100)\n",
         f"it opened {os.path.join(HERE, 'lab06')}, one of the project's own"),
+    "a folder above the project's opened, to open the project's files through dir_fd": (
+        ROOT_FROM_MAIN + "at = os.open(os.path.dirname(ROOT), os.O_RDONLY)\n"
+        "os.open(os.path.join(os.path.basename(ROOT), 'attention.py'), os.O_RDONLY, dir_fd=at)\n",
+        f"it opened the folder {os.path.dirname(HERE)}, from which a path reaches files unseen"),
+    # a file made in the project's folders, where the next grading would import it
+    "a module planted in the project's folder for the next grading": (
+        ROOT_FROM_MAIN + f"open(os.path.join(ROOT, '{PLANTED}.py'), 'w').write('x = 1')\n",
+        f"it made {os.path.join(HERE, PLANTED + '.py')} in one of the project's folders"),
+    "a package planted in the project's folder": (
+        ROOT_FROM_MAIN + f"os.mkdir(os.path.join(ROOT, 'lab06', '{PLANTED}'))\n",
+        f"it made {os.path.join(HERE, 'lab06', PLANTED)} in one of the project's folders"),
+    "a module written beside the file, then moved into the project's folder": (
+        ROOT_FROM_MAIN + "mine = os.path.join(os.path.dirname(__file__), 'm.txt')\n"
+        f"open(mine, 'w').write('x = 1')\nos.rename(mine, os.path.join(ROOT, '{PLANTED}.pth'))\n",
+        f"it made {os.path.join(HERE, PLANTED + '.pth')} in one of the project's folders"),
     "the project's attention.py opened through a link to the project's folder": (
         ROOT_FROM_MAIN + "link = os.path.join(os.path.dirname(__file__), 'p')\n"
         "os.symlink(ROOT, link)\nopen(os.path.join(link, 'attention.py')).read()\n",
@@ -355,6 +371,17 @@ class HostileFiles(EveryReport, MessageAssertions, unittest.TestCase):
                 self.assertFalse(any("Traceback" in line for line in lines))
                 self.assertRegex(logical(lines)[-1], r"^\d+ of \d+ checks pass")
                 self.assertTrue(all(len(line) <= 100 for line in lines), lines)
+
+    def test_a_hostile_file_makes_nothing_in_the_projects_folders(self):
+        made = [path for path in (os.path.join(HERE, PLANTED + ".py"),
+                                  os.path.join(HERE, PLANTED + ".pth"),
+                                  os.path.join(HERE, "lab06", PLANTED)) if os.path.exists(path)]
+        for path in made:       # a failing run must not leave them for the next
+            if os.path.isdir(path):
+                os.rmdir(path)
+            else:
+                os.remove(path)
+        self.assertEqual(made, [])
 
     def test_a_file_that_imports_more_of_the_standard_library_passes(self):
         lines, passed = self.graded["the standard library at large"]
