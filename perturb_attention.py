@@ -232,8 +232,7 @@ def _refuse_conflicts(parser, args):
         parser.error("--seed goes with --grade: it draws a grading's fresh cases again")
     if args.seed is not None and (own or changes):
         parser.error(f"--seed draws the lab's own checks' fresh cases, and a head or change of "
-                     f"your own draws none; drop --seed or "
-                     f"{', '.join(own + _flags(changes))}")
+                     f"your own draws none; drop --seed or {', '.join(own + _flags(changes))}")
     if args.grade is not None:
         extras = views + ["--bug"] * bool(args.bug) + sorted(
             {change.flag for change in changes if change.stage != "inputs"})

@@ -267,8 +267,7 @@ def _names(text):
 
 def _run(args):
     check_outputs([("--svg", args.svg, FIGURE), ("--html", args.html, PAGE),
-                   ("--export", args.export, None)],
-                  [("--tokenizer", args.tokenizer)])
+                   ("--export", args.export, None)], [("--tokenizer", args.tokenizer)])
     tokenizer = Tokenizer.load(args.tokenizer) if args.tokenizer is not None else None
     sentence = SENTENCE if args.sentence is None else args.sentence
     changed = args.changed if args.changed is not None else (
@@ -277,8 +276,7 @@ def _run(args):
     _, x = inputs(tokenizer, sentence, embedding)      # both sentences checked before any output
     inputs(tokenizer, changed, embedding, "the edited sentence")
     save_views([(args.svg, args.svg and weights_svg(sentence, tokenizer), FIGURE, weights_svg),
-                (args.html, args.html and explorer_page(sentence, tokenizer), PAGE,
-                 explorer_page),
+                (args.html, args.html and explorer_page(sentence, tokenizer), PAGE, explorer_page),
                 (args.export, args.export and export_text(
                     tokenizer.tokens(sentence), [[attention_forward(params, x)["weights"]]]),
                  None, None)])

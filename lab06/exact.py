@@ -88,8 +88,7 @@ def read_exact(text):
     fraction = Fraction(found["top"] or 1) / int(found["bottom"] or 1) / int(found["divisor"] or 1)
     if found["sign"] in ("-", "−"):
         fraction = -fraction
-    unit = "" if not found["unit"] or fraction == 0 else (
-        "c" if found["unit"] == "c" else "ln 2")
+    unit = "" if not found["unit"] or fraction == 0 else ("c" if found["unit"] == "c" else "ln 2")
     return fraction, unit
 
 

@@ -60,8 +60,7 @@ def grading(path, head=None, changes=(), call_limit=None, total_limit=None, seed
     finally:
         process.stop()
     return Grading([check_name for check_name, _ in checks], results, stopped,
-                   process.warden_stopped, process.mode == "subreaper",
-                   None if own_head else seed)
+                   process.warden_stopped, process.mode == "subreaper", None if own_head else seed)
 
 
 def grade(path, head=None, changes=(), call_limit=None, total_limit=None, seed=None):

@@ -98,8 +98,7 @@ def finite_stand_in(got, scores, allowed):
 
 def _stand_in(got, want, allowed):
     if type(got) is not list or len(got) != len(want) or any(
-            type(row) is not list or len(row) != len(want_row)
-            for row, want_row in zip(got, want)):
+            type(row) is not list or len(row) != len(want_row) for row, want_row in zip(got, want)):
         return None                       # mismatch has said what came instead
     blocked = [g for got_row, ok_row in zip(got, allowed) for g, ok in zip(got_row, ok_row)
                if not ok]

@@ -200,8 +200,7 @@ def _positions_difference(answer, expected, units=(), where=()):
     listed = sorted({int(p) for p in answer})
     if listed == expected:
         return None
-    hint = " (positions count from 1)" if 0 in listed or [p + 1 for p in listed] == expected \
-        else ""
+    hint = " (positions count from 1)" if 0 in listed or [p + 1 for p in listed] == expected else ""
     extra = [p for p in listed if p not in expected]
     return (f"{place}lists {extra[0]}, which is not right{hint}" if extra
             else f"{place}misses a position{hint}")
