@@ -22,10 +22,8 @@ def tracked(root=HERE):
         return None
     try:
         done = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
-                              timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
+                              timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):      # no git, or it failed (CalledProcessError)
         return None
     names = set(os.fsdecode(done.stdout).split("\0")) - {""}
     return "".join(f"{name}\n" for name in sorted(names | {PROJECT_FILES.replace(os.sep, "/")}))
