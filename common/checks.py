@@ -147,9 +147,8 @@ def plain_matrix(m, cols):
     if type(m) is not list or not m or set(map(type, m)) != {list}:
         return False
     widths = set(map(len, m))
-    if widths != {cols if cols is not None else len(m[0])} or 0 in widths:
-        return False
-    return _plain_numbers(m)
+    return widths == {cols if cols is not None else len(m[0])} and 0 not in widths and \
+        _plain_numbers(m)
 
 
 def _plain_numbers(rows):

@@ -48,9 +48,8 @@ def show(text, flush=False):
 
 def show_json(text):
     """show JSON text, a character standard output cannot encode as JSON's escape (\\u2083)."""
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
-        text.encode(encoding)
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
     except UnicodeEncodeError:
         text = re.sub(r"[^\x00-\x7f]", lambda m: json.dumps(m.group())[1:-1], text)
     except LookupError:

@@ -181,7 +181,6 @@ def explored(maps, rows, cols, side, exact):
     map, and every cell's and row's arithmetic. A map holds key, title, subtitle, q, k, v and mixed
     (T, d_head), scores, weights and blocked (T, S), zeroed (T, S) or None, and future; side names
     the side matrix and its rows (the lab's ("Z", "z")); exact adds the fractions."""
-    first = maps[0]
     modes = []
     for m in maps:
         terms = [softmax_terms(scores_i) for scores_i in m["scores"]]     # row i's (max, exps, Σ)
@@ -191,8 +190,8 @@ def explored(maps, rows, cols, side, exact):
             "scores": [[None if s == -math.inf else s for s in row] for row in m["scores"]],
             "cells": [[_cell(m, i, j) for j in range(len(cols))] for i in range(len(terms))],
             "side_text": [[number(value) for value in row] for row in m["mixed"]],
-            "changed": changed_rows(first["weights"], m["weights"]),
-            "side_changed": changed_rows(first["mixed"], m["mixed"]),
+            "changed": changed_rows(maps[0]["weights"], m["weights"]),
+            "side_changed": changed_rows(maps[0]["mixed"], m["mixed"]),
             "arithmetic": [[_cell_lines(m, i, j, terms[i], rows, cols, side[1], exact)
                             for j in range(len(cols))] for i in range(len(terms))],
             "row_arithmetic": [_row_lines(m, i, side[1], exact) for i in range(len(rows))]})
