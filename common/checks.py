@@ -384,8 +384,7 @@ def _plain_layer(params, x):
     if set(map(type, rows)) != {list} or d_head == 0 or list(map(len, matrices)) != [
             d_model, d_model, d_model, d_head, len(x)]:
         return False
-    widths = list(map(len, rows))
-    return widths == [d_head] * (3 * d_model) + [d_model] * (d_head + len(x)) and \
+    return list(map(len, rows)) == [d_head] * (3 * d_model) + [d_model] * (d_head + len(x)) and \
         _plain_numbers(rows)
 
 

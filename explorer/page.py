@@ -11,7 +11,6 @@ import json
 import math
 import os
 from fractions import Fraction
-from math import fsum
 
 from attention import MASK_MODES, attention_forward, causal_mask
 from common import checks
@@ -55,8 +54,7 @@ def ln2_multiple(score):
     back = float(m) * LN2
     if m == 0 or abs(Fraction(back) - Fraction(score)) > TOLERANCE:
         return None
-    text = {1: "ln 2", -1: "−ln 2"}.get(m, f"{m}·ln 2")
-    return text, "=" if back == score else "≈"
+    return {1: "ln 2", -1: "−ln 2"}.get(m, f"{m}·ln 2"), "=" if back == score else "≈"
 
 
 # ---- the arithmetic of each cell, as lines of pieces ------------------------------------------
@@ -94,7 +92,7 @@ def softmax_terms(scores_row):
     """
     top = max(scores_row)
     exps = [math.exp(s - top) for s in scores_row]
-    return top, exps, fsum(exps)
+    return top, exps, math.fsum(exps)
 
 
 def score_terms(q_i, k_j):
@@ -156,7 +154,7 @@ def _row_lines(m, i, side, exact):
         if s != -math.inf:
             line += ([" + "] if len(line) > 1 else []) + _vector(
                 "term", [weights[j] * value for value in v[j]], exact)
-    return [[f"row {i + 1}: Σ w = ", *_shown("row-sum", fsum(weights), exact)],
+    return [[f"row {i + 1}: Σ w = ", *_shown("row-sum", math.fsum(weights), exact)],
             line + [" = ", *_vector(side, m["mixed"][i], exact)]]
 
 

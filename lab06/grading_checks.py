@@ -147,8 +147,7 @@ def _fill_probe(learner):
             return DIGITS_LOST        # near, not within 1e-9: digits lost, no mistake of the mask
         if not like(got, attend(*NEAR_MINUS_1E10, blocked_score=0.0)["weights"]):
             return diagnose(got, want["weights"], weight_mistakes(*NEAR_MINUS_1E10))
-        wrong_there_too = _all_parts(learner, NEAR_MINUS_1E8, parts=["weights"])
-        return HIGH_FILL if wrong_there_too else FINITE_FILL
+        return HIGH_FILL if _all_parts(learner, NEAR_MINUS_1E8, parts=["weights"]) else FINITE_FILL
 
     return _part(learner, NEAR_MINUS_1E10, "weights", want["weights"], mistake, want["blocked"],
                  0.0)

@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import textwrap
-from math import fsum
 
 from common.safe_io import check_output_path, read_text, write_atomic
 from lab06 import lab
@@ -54,7 +53,7 @@ def answers():
         "1.K": base["K"], "1.S": base["scores"], "1.S masked": base["masked_scores"],
         "1.sources": [[j + 1 for j, ok in enumerate(row) if ok] for row in lab.HEAD["allowed"]],
         # the softmax's denominator: the sum of exp of the allowed scores, before any shift
-        "1.4 denominators": [fsum(math.exp(s) for s in row if s != -math.inf)
+        "1.4 denominators": [math.fsum(math.exp(s) for s in row if s != -math.inf)
                              for row in base["masked_scores"]],
         "1.5 A": base["weights"], "1.6 Z": base["output"],
         "1.dest A": lab.softmax_over_destinations(*lab.projected())[0],
