@@ -18,7 +18,6 @@ import math
 import os
 import random
 import sys
-from math import fsum
 
 from attention import MASK_MODES, attention_backward, attention_forward, init_attention, shape
 from bpe import Tokenizer, chunks
@@ -67,7 +66,7 @@ def loss(params, x, r, mask="causal"):
     rows, _ = check_matrix("r", r, cols=len(out[0]), label="r")
     if rows != len(out):
         raise ValueError(f"loss needs r of out's shape {shape(out)}, got {rows} rows")
-    return fsum(o * w for out_row, r_row in zip(out, r) for o, w in zip(out_row, r_row))
+    return math.fsum(o * w for out_row, r_row in zip(out, r) for o, w in zip(out_row, r_row))
 
 
 def numeric_grad(params, x, r, mask="causal"):
@@ -124,7 +123,7 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
         run = attention_forward(params, x, mode)
         edited_out = attention_forward(params, x_changed, mode)["out"]
         masks[mode] = {"rows_changed_by_the_edit": changed_rows(run["out"], edited_out),
-                       "weight_on_future_row_0": round(fsum(run["weights"][0][1:]), 4)}
+                       "weight_on_future_row_0": round(math.fsum(run["weights"][0][1:]), 4)}
     analytic, _ = attention_backward(params, x, cache, r)
     numeric = numeric_grad(params, x, r)
 
@@ -142,7 +141,7 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
         "x": rounded(x, 4),
         "params": rounded(params, 4),
         **{name: rounded(cache[name], 4) for name in ("q", "k", "v", "scores", "weights", "out")},
-        "row_sums": [round(fsum(row), 6) for row in cache["weights"]],
+        "row_sums": [round(math.fsum(row), 6) for row in cache["weights"]],
         "masks": masks,
         "gradient_check": {"epsilon": EPS,
                            "max_error_rounded": round(max_err(analytic, numeric), 7)},

@@ -28,8 +28,7 @@ def check_matrix(name, m, cols=None, label=None):
     for i, row in enumerate(m):
         if type(row) is not list:
             raise TypeError(f"{name}[{i}] must be a list of numbers, got {type(row).__name__}")
-    if cols is None:
-        cols = len(m[0])
+    cols = len(m[0]) if cols is None else cols
     if cols == 0:
         raise ValueError(f"{name} rows are empty: expected at least one number per row")
     for i, row in enumerate(m):

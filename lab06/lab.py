@@ -11,7 +11,6 @@ labels counted from 1 (a₃, z₃).
 import math
 import os
 import re
-from math import fsum
 
 from attention import causal_mask, matmul, transpose
 from common.checks import MAX_POSITIONS, check_matrix, check_number, float_of, kind, said
@@ -299,9 +298,9 @@ def set_weights(i, weights):
     0, a sum that is not 1 within TOLERANCE, or a weight on a source the mask blocks."""
     _position(i, "the row")
     _numbers(weights, "the weights")
-    if any(w < 0 for w in weights) or abs(fsum(weights) - 1) > TOLERANCE:
+    if any(w < 0 for w in weights) or abs(math.fsum(weights) - 1) > TOLERANCE:
         raise ValueError(f"the weights must be at least 0 and sum to 1 (within {TOLERANCE:g}), as "
-                         f"a softmax's do, got sum {fsum(weights):g} and least "
+                         f"a softmax's do, got sum {math.fsum(weights):g} and least "
                          f"{min(weights, default=0):g}")
 
     def change(all_weights, allowed):
@@ -337,9 +336,9 @@ class Record(dict):
 def _bug_section(bug, after):
     """A bug of BUGS on a run's q, k, v and mask: its weights, row (and column) sums and output."""
     weights, output = BUGS[bug][1](*_inputs_of(after))
-    section = {"weights": weights, "row_sums": [fsum(row) for row in weights]}
+    section = {"weights": weights, "row_sums": [math.fsum(row) for row in weights]}
     if bug == "destinations":
-        section["column_sums"] = [fsum(column) for column in transpose(weights)]
+        section["column_sums"] = [math.fsum(column) for column in transpose(weights)]
     section["output"] = output
     return section
 
