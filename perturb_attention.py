@@ -324,10 +324,9 @@ def _head(args):
                                       ("--html", args.html), ("--grade", args.grade)) if given]
     T = len(head["X"])
     if views and T > MAX_TOKENS:
-        raise ValueError(f"{os.path.basename(args.head)} has {T} positions: "
-                         f"{' and '.join(views)} take{'s' * (len(views) == 1)} heads of at most "
-                         f"{MAX_TOKENS}; without {'it' if len(views) == 1 else 'them'}, the "
-                         f"head prints as JSON")
+        raise ValueError(f"{os.path.basename(args.head)} has {T} positions: {' and '.join(views)} "
+                         f"take{'s' * (len(views) == 1)} heads of at most {MAX_TOKENS}; without "
+                         f"{'it' if len(views) == 1 else 'them'}, the head prints as JSON")
     return head
 
 

@@ -287,9 +287,8 @@ def named_by_the_first_product(forward):
 def add_overflow(matrices):
     """The error for a sum of matrices that came out beyond float range."""
     largest = max(map(_largest, matrices))
-    return ValueError(f"add could overflow: a sum of {len(matrices)} entries up to "
-                      f"{largest:.3g} can pass {sys.float_info.max:.3g}; the numbers are too "
-                      f"large for floats")
+    return ValueError(f"add could overflow: a sum of {len(matrices)} entries up to {largest:.3g} "
+                      f"can pass {sys.float_info.max:.3g}; the numbers are too large for floats")
 
 
 def _largest(m):

@@ -114,9 +114,8 @@ def text_table(row_labels, col_labels, matrix, marks=None):
     """Rows of text, columns right-aligned: a number with 4 decimals (None as −∞), a string as is;
     marks {row: text} after a row. Raises ValueError unless matrix and marks fit the labels."""
     if len(matrix) != len(row_labels) or any(len(row) != len(col_labels) for row in matrix):
-        raise ValueError(f"text_table needs {len(row_labels)} rows of {len(col_labels)} entries "
-                         f"to fit the labels, got rows of "
-                         f"{[len(row) for row in matrix][:8]} entries")
+        raise ValueError(f"text_table needs {len(row_labels)} rows of {len(col_labels)} entries to "
+                         f"fit the labels, got rows of {[len(row) for row in matrix][:8]} entries")
     for row in marks or {}:            # a mark on row −1 or 99 would be dropped without a word
         check_index("a mark's row", row, len(matrix), "a row of the table")
     cells = [[""] + list(col_labels)] + [[r] + [v if isinstance(v, str) else number(v) for v in row]
@@ -318,9 +317,8 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_L
         '<pattern id="masked" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><rect width="6" height="6" fill="#e4e4e4"/>'
         '<line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="2"/></pattern>',
-        '<pattern id="zeroed" width="8" height="8" patternUnits="userSpaceOnUse">'
-        '<rect width="8" height="8" fill="#fdecd8"/><circle cx="4" cy="4" r="1.6" '
-        'fill="#d95f02"/></pattern>',
+        '<pattern id="zeroed" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" '
+        'height="8" fill="#fdecd8"/><circle cx="4" cy="4" r="1.6" fill="#d95f02"/></pattern>',
         f'<linearGradient id="scale"><stop offset="0" stop-color="{colour(0)}"/>'
         f'<stop offset="0.5" stop-color="{colour(0.5)}"/>'
         f'<stop offset="1" stop-color="{colour(1)}"/></linearGradient>',
