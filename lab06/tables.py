@@ -7,6 +7,7 @@ hands it, (result, head, changes); its maps are lab06.lab.cases(result), made of
 
 import math
 
+from attention import shape
 from common.golden import changed_rows
 from common.views import heatmaps_svg, panel, text_table
 from lab06 import lab as lab06
@@ -69,8 +70,6 @@ def dot_products(q, k):
 
 def shapes(head, base):
     """One line of shapes: what each matrix of the head is, (rows, columns)."""
-    def shape(m):
-        return f"({len(m)}, {len(m[0])})"
     given = ("X", "WQ", "WK", "V" if "V" in head else "WV")
     return ("shapes: " + ", ".join(f"{name} {shape(head[name])}" for name in given) + "; "
             f"Q {shape(base['Q'])}, K {shape(base['K'])}, V {shape(base['V'])};\n        "
