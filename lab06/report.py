@@ -79,8 +79,7 @@ def _summary(grading):
     if passed != count or grading.warden_stopped:
         stopped = grading.stopped or (grading.warden_stopped
                                       and "the file stopped its warden, so none counts")
-        summary += f"; {stopped}" if stopped else ""
-        summary += ": fix the first FAIL and grade again"
+        summary += (f"; {stopped}" if stopped else "") + ": fix the first FAIL and grade again"
         summary += "" if grading.seed is None else \
             f" (--seed {grading.seed} draws the same cases again)"
     return notes + [summary]
