@@ -319,6 +319,9 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
                             'raise ShapeError("the shapes do not fit")')), {})
         own["a syntax error in a module of its own"] = ("from my_softmax import masked_softmax\n"
                                                         + LEARNER, {})
+        own["a key of its own that differs each run"] = ("import time\n" + LEARNER.replace(
+            'return {"scores": scores,',
+            'return {"seconds": time.perf_counter(), "scores": scores,'), {})
         checks = lab_checks(SEED)
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(grade_lab06, "LearnerProcess", InProcess), \
@@ -337,6 +340,10 @@ class Mistakes(EveryReport, MessageAssertions, unittest.TestCase):
             with self.subTest(mistake=name):
                 self.assertFalse(passed)
                 self.assertIn(MUTANTS[name][1], first_fail(lines), "\n".join(lines))
+
+    def test_a_key_beyond_the_four_parts_is_the_files_own_and_changes_no_verdict(self):
+        lines, passed = self.graded["a key of its own that differs each run"]
+        self.assertTrue(passed, "\n".join(lines))
 
     def test_a_syntax_error_in_a_module_the_file_imports_names_that_module_and_line(self):
         lines, passed = self.graded["a syntax error in a module of its own"]
