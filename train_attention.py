@@ -186,9 +186,9 @@ def summary(record, seconds):
 def weights_table(weights):
     """The question's weight on each token of a story, one line each, the largest marked."""
     top = max(range(len(weights)), key=lambda i: weights[i][1])
-    return text_table([f"{n} {label}" for n, label in enumerate(token_labels(
-        [token for token, _ in weights]), 1)], ["weight"],
-                      [[w] for _, w in weights], marks={top: "◀ most weight"}) + "\n"
+    labels = [f"{n} {label}" for n, label in enumerate(token_labels([t for t, _ in weights]), 1)]
+    return text_table(labels, ["weight"], [[w] for _, w in weights],
+                      marks={top: "◀ most weight"}) + "\n"
 
 
 def example_svg(record):
