@@ -249,8 +249,10 @@ def main(argv=None):
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
     answering = [flag for flag in given if flag in ("--story", "--patch", "--export")]
-    if args.layers not in (1, 2):
-        parser.error(f"--layers must be 1 or 2, got {args.layers}")
+    try:
+        _layers(args.layers)
+    except ValueError as e:
+        parser.error(f"--{e}")
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
                    is None or f == "--seed" and answering] + ["--induction"] * args.induction + [

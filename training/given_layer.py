@@ -21,6 +21,7 @@ from common.safe_io import read_json, read_text
 from training import model as one_layer, train as one_layer_train
 from training.adam import Adam
 from training.model import embed, embedding_grads
+from training.recorded_model import check_weights
 from training.stories import (COLOURS, TWO_LAYER_SETS, Story, cannot_stories, made_up_words,
                               question, stories, training_tokenizer, two_layer_story)
 from training.two_layers import D_HEAD, D_MODEL, forward, init_params, previous_tokens
@@ -218,21 +219,15 @@ def read_model(path):
     d_model), U (d_model, C), Wv1, Wq2, Wk2, Wv2 (d_model, d_head), Wo1, Wo2 (d_head, d_model)."""
     then = "run train_attention.py --layers 2 --write"
     params = read_json(path, "the two-layer model", then=then).get("params")
-    if not isinstance(params, dict) or sorted(params) != sorted(WEIGHTS):
-        raise ValueError(f"two-layer-model.json must hold the weights {', '.join(WEIGHTS)}: {then}")
-    try:
-        shapes = {name: checks.check_matrix(name, params[name]) for name in WEIGHTS}
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"two-layer-model.json has a weight that is no matrix of numbers ({e}): "
-                         f"{then}") from None
-    V, d = len(training_tokenizer().vocab), shapes["E"][1]
-    h1, h2 = shapes["Wv1"][1], shapes["Wq2"][1]       # layer 1's head and layer 2's
-    expected = {"E": (V, d), "U": (d, len(COLOURS)), "Wv1": (d, h1), "Wo1": (h1, d),
+    V = len(training_tokenizer().vocab)
+
+    def expected(shapes):
+        d, h1, h2 = shapes["E"][1], shapes["Wv1"][1], shapes["Wq2"][1]   # layer 1's head, 2's
+        return {"E": (V, d), "U": (d, len(COLOURS)), "Wv1": (d, h1), "Wo1": (h1, d),
                 "Wq2": (d, h2), "Wk2": (d, h2), "Wv2": (d, h2), "Wo2": (h2, d)}
-    wrong = [name for name in WEIGHTS if shapes[name] != expected[name]]
-    if wrong:
-        raise ValueError(f"two-layer-model.json has {wrong[0]} of shape {shapes[wrong[0]]}, "
-                         f"expected {expected[wrong[0]]} for a vocabulary of {V}: {then}")
+
+    check_weights(params, WEIGHTS, V, expected,
+                  lambda what: ValueError(f"two-layer-model.json {what}: {then}"))
     return {"tokenizer": training_tokenizer(), "params": params, "layers": 2}
 
 

@@ -35,25 +35,33 @@ def model_from_record(record, name="trained-model.json"):
         tokenizer = Tokenizer(record["alphabet"], [tuple(merge) for merge in record["merges"]])
     except (TypeError, ValueError) as e:
         raise wrong(f"holds no tokenizer ({e})") from None
+    vocab = len(tokenizer.vocab)
+
+    def expected(shapes):
+        d_model, d_head = shapes["E"][1], shapes["Wq"][1]
+        return {"E": (vocab, d_model), "U": (d_model, len(COLOURS)), "Wq": (d_model, d_head),
+                "Wk": (d_model, d_head), "Wv": (d_model, d_head), "Wo": (d_head, d_model)}
+
     params = record["params"]
-    if not isinstance(params, dict) or sorted(params) != sorted(PARAMS):
-        raise wrong(f"must hold the weights {', '.join(PARAMS)}")
-    shapes = {}
-    for matrix in PARAMS:
-        try:
-            shapes[matrix] = check_matrix(matrix, params[matrix])
-        except (TypeError, ValueError) as e:
-            raise wrong(f"has a weight that is no matrix of numbers ({e})") from None
-    vocab, d_model, d_head = len(tokenizer.vocab), shapes["E"][1], shapes["Wq"][1]
-    expected = {"E": (vocab, d_model), "U": (d_model, len(COLOURS)),
-                "Wq": (d_model, d_head), "Wk": (d_model, d_head), "Wv": (d_model, d_head),
-                "Wo": (d_head, d_model)}
-    for matrix, shape in expected.items():
-        if shapes[matrix] != shape:
-            raise wrong(f"has {matrix} of shape {shapes[matrix]}, expected {shape} for a "
-                        f"vocabulary of {vocab}")
+    check_weights(params, PARAMS, vocab, expected, wrong)
     return {"tokenizer": tokenizer, "params": params, "seed": record["seed"],
             "steps": record["steps"]}
+
+
+def check_weights(params, names, vocab, expected, wrong):
+    """Raise wrong(what is wrong) unless params holds the weights names and no other, each a
+    matrix of numbers of the shape expected({name: its shape}) gives it (vocab: the tokenizer's
+    size, said beside a wrong shape)."""
+    if not isinstance(params, dict) or sorted(params) != sorted(names):
+        raise wrong(f"must hold the weights {', '.join(names)}")
+    try:
+        shapes = {name: check_matrix(name, params[name]) for name in names}
+    except (TypeError, ValueError) as e:
+        raise wrong(f"has a weight that is no matrix of numbers ({e})") from None
+    for name, shape in expected(shapes).items():
+        if shapes[name] != shape:
+            raise wrong(f"has {name} of shape {shapes[name]}, expected {shape} for a vocabulary "
+                        f"of {vocab}")
 
 
 last_read = {}     # the text read_model last read, and the model it made
