@@ -147,15 +147,18 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
         for call in (given_layer.train_model, given_layer.held_out):
             self.assertMessage(TypeError, "seed must be an int, got", call, "1")
 
-    def test_the_third_object_set_lists_three_things_and_asks_about_the_third(self):
+    def test_the_sets_of_three_list_three_things_and_ask_about_the_first_middle_or_third(self):
         sets = stories.cannot_stories(SEED, ([], {}), stories.TWO_LAYER_SETS)
         self.assertEqual(list(sets), list(stories.TWO_LAYER_SETS))
-        for s in sets["third object"]:
-            listed = re.match(r"(\w+) has an? (\w+) (\w+), an? (\w+) (\w+) and an? (\w+) (\w+)\.",
-                              s.text)
-            self.assertIsNotNone(listed, s.text)
-            self.assertEqual(listed.group(6, 7), (s.colour, s.thing), s.text)
-            self.assertTrue(s.text.endswith(f" the {s.thing} is {s.colour}."), s.text)
+        for kind, asked in (("first of three", 0), ("middle of three", 1), ("third object", 2)):
+            for s in sets[kind]:
+                listed = re.match(r"\w+ has an? (\w+) (\w+), an? (\w+) (\w+) and an? (\w+) (\w+)\.",
+                                  s.text)
+                self.assertIsNotNone(listed, s.text)
+                pairs = list(zip(listed.groups()[::2], listed.groups()[1::2]))
+                self.assertEqual(pairs[asked], (s.colour, s.thing), (kind, s.text))
+                self.assertEqual(s.distractor, pairs[1 if asked == 0 else 0][0], (kind, s.text))
+                self.assertTrue(s.text.endswith(f" the {s.thing} is {s.colour}."), s.text)
 
     def test_a_two_layer_training_story_asks_about_a_thing_given_its_colour(self):
         """The answer is the colour given to the thing asked about, wherever it stands."""

@@ -80,7 +80,7 @@ HELD_OUT = ("plain", "distractor early", "distractor late", "lead-in", "shifted"
             "long lead-in", "late colour", "lead-in and distractor", "punctuation", "new words",
             "full context")
 CANNOT = ("second object", "distractor's object")    # the question asks about the second colour
-TWO_LAYER_SETS = CANNOT + ("third object",)    # two layers are measured on these and HELD_OUT
+TWO_LAYER_SETS = CANNOT + ("third object", "first of three", "middle of three")   # and HELD_OUT
 
 Story = namedtuple("Story", "text colour thing distractor")
 Story.__doc__ = """A story, its answer, the object asked about, the distractor's colour or None."""
@@ -310,23 +310,26 @@ def listed(name, colours, things):
 
 def second_colour_story(rng, kind):
     """Two objects with a colour each, both in the first sentence ("second object") or the second
-    in the next ("distractor's object"), or three ("third object"), then 0 to 3 fillers and the
-    question about the last: the Story's colour is the last colour, its distractor the first.
+    in the next ("distractor's object"), or three ("third object", "first of three", "middle of
+    three"), then 0 to 3 fillers and the question about the last (the first, the middle): the
+    Story's colour is that thing's, its distractor the first colour of another thing.
 
     >>> second_colour_story(random.Random(32), "second object").text
     'marco has a green sledge and a pink bike. the bike is pink.'
     """
     name, other_name = rng.sample(NAMES, 2)
-    n = 3 if kind == "third object" else 2
+    n = 2 if kind in CANNOT else 3
     colours, things = rng.sample(COLOURS, n), rng.sample(OBJECTS, n)
-    (first, second), (thing, other_thing) = colours[::n - 1], things[::n - 1]   # first and last
+    asked = {"first of three": 0, "middle of three": 1}.get(kind, n - 1)   # else the last
     if kind != "distractor's object":
         told = [listed(name, colours, things)]
     else:
-        told = [colour_sentence(rng, name, first, thing),
-                colour_sentence(rng, other_name, second, other_thing, too=" too")]
+        told = [colour_sentence(rng, name, colours[0], things[0]),
+                colour_sentence(rng, other_name, colours[1], things[1], too=" too")]
     told += [filler(rng) for _ in range(rng.randint(0, 3))]
-    return Story(" ".join(told + [f"the {other_thing} is {second}."]), second, other_thing, first)
+    colour, thing = colours[asked], things[asked]
+    return Story(" ".join(told + [f"the {thing} is {colour}."]), colour, thing,
+                 colours[1 if asked == 0 else 0])
 
 
 def cannot_stories(seed, drawn=None, kinds=CANNOT):
