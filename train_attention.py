@@ -351,6 +351,7 @@ def _run(args):
 def _answer(args, model):
     """--export, --patch, --block and --ablate-value, or --story, on model (either model)."""
     given = f"({given_layer.GIVEN})\n" if model.get("layers") == 2 and not args.json else ""
+    whose = "layer 2's" if model.get("layers") == 2 else "the question's"
     if args.export is not None:
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
         save_view(args.export, story_attention(model, text), None)
@@ -365,13 +366,12 @@ def _answer(args, model):
         if args.ablate_value is not None:
             marks[args.ablate_value - 1] = marks.get(args.ablate_value - 1, "◀") + " value zeroed"
         show(to_json({name: after[name] for name in ("answer", "tokens", "weights")})
-             if args.json else given + intervention_table(before, after, marks))
+             if args.json else given + intervention_table(before, after, marks, whose))
     else:
         answer, weights = predict(model, args.story)
         show(to_json({"answer": answer, "tokens": [t for t, _ in weights],
                           "weights": [w for _, w in weights]}) if args.json else
-             given + f"answer: {answer!r}\n"
-             + ("layer 2's" if given else "the question's") + " weight on each token:\n"
+             given + f"answer: {answer!r}\n{whose} weight on each token:\n"
              + weights_table(weights))
     return 0
 

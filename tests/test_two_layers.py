@@ -331,6 +331,12 @@ class RecordedModel(MessageAssertions, unittest.TestCase):
                          [f"({given_layer.GIVEN})",
                           "clean answer ' blue', corrupted answer ' green'"])
 
+    def test_blocking_names_layer_2s_weights_as_the_story_does(self):
+        done = run_script("train_attention.py", "--layers", "2", "--story", RAINDROP, "--block",
+                          "15")
+        self.assertEqual(done.stdout.splitlines()[2],
+                         "layer 2's weight on each token, before → after:", done.stderr)
+
 
 @unittest.skipUnless(os.path.exists(RUN_PATH), "two-layer-run.json is not recorded yet")
 class Record(unittest.TestCase):

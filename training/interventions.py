@@ -333,10 +333,11 @@ def patch_svg(result):
         hatched_legend="unchanged: not one bit of the logits moved")
 
 
-def intervention_table(before, after, marked):
-    """The answer and the question's weights before → after; marked: {index: what was done}."""
+def intervention_table(before, after, marked, whose="the question's"):
+    """The answer and whose weights (the question's, or layer 2's) before → after; marked: {index:
+    what was done}."""
     labels = [f"{n} {label}" for n, label in enumerate(token_labels(before["tokens"]), 1)]
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
-            f"the question's weight on each token, before → after:\n"
+            f"{whose} weight on each token, before → after:\n"
             + text_table(labels, ["before", "after"], rows, marks=marked) + "\n")
