@@ -67,9 +67,8 @@ def softmax_over_destinations(q, k, v, allowed):
     """(weights, output) of the softmax over the wrong axis: each column's, over the queries allowed
     to read that source, so columns, not rows, sum to 1; a source no query reads gets no weight."""
     masked_scores = attend(q, k, v, allowed)["scores"]
-    columns = [masked_softmax(column, ok) if any(ok) else [0.0] * len(column)
-               for column, ok in zip(transpose(masked_scores), transpose(allowed))]
-    weights = transpose(columns)
+    weights = transpose([masked_softmax(column, ok) if any(ok) else [0.0] * len(column)
+                         for column, ok in zip(transpose(masked_scores), transpose(allowed))])
     return weights, matmul(weights, v)
 
 
@@ -78,10 +77,6 @@ BUGS = {"post-softmax": ("buggy_post_softmax", buggy_post_softmax,
                          "buggy: softmax, then zero the future"),
         "destinations": ("softmax_over_destinations", softmax_over_destinations,
                          "buggy: softmax over the destinations (each column)")}
-
-
-def _stage(change):
-    return getattr(change, "stage", "inputs")
 
 
 def checked_changes(changes):
@@ -102,7 +97,7 @@ def run(head=HEAD, changes=()):
     changes (the bugs see the first kind alone). Raises TypeError for a change no builder made."""
     changes = checked_changes(changes)
     q, k, v, allowed = projected(head)
-    inputs = [change for change in changes if _stage(change) == "inputs"]
+    inputs = [c for c in changes if getattr(c, "stage", "inputs") == "inputs"]
     for change in inputs:
         change(q, k, v, allowed)
     try:
@@ -115,8 +110,8 @@ def run(head=HEAD, changes=()):
                          + (" (indices from 0)" if indexed else "")) from None
     scores, masked_scores, weights, output = (head[name] for name in
                                               ("scores", "masked_scores", "weights", "output"))
-    score_changes = [change for change in changes if _stage(change) == "scores"]
-    weight_changes = [change for change in changes if _stage(change) == "weights"]
+    score_changes = [c for c in changes if getattr(c, "stage", "inputs") == "scores"]
+    weight_changes = [c for c in changes if getattr(c, "stage", "inputs") == "weights"]
     if score_changes:
         scores, masked_scores = [list(r) for r in scores], [list(r) for r in masked_scores]
         for change in score_changes:
