@@ -118,34 +118,32 @@ class LearnerProcess:
         args = self.watched if call == "import" else args
         request = marshal.dumps({"id": self.count, "call": call, "args": list(args)})
         self.requests.put(len(request).to_bytes(4, "big") + request)
-        return self._next("the import" if call == "import" else call, self.call_limit)
+        try:
+            return self._next("the import" if call == "import" else call, self.call_limit)
+        except Stopped:
+            self.stop()
+            raise
 
     def _next(self, what, limit):
         left = self.deadline - time.monotonic()
         try:
             line = self.answers.get(timeout=max(0.0, min(limit, left)))
         except queue.Empty:
-            self.stop()
             if left <= limit:
                 raise Stopped(f"the grading was stopped after {self.total_limit:g} s in all, "
                               f"during {what}") from None
             raise Stopped(f"{what} was stopped after {limit:g} s: does a loop never end?") from None
         if len(line) > MAX_ANSWER:
-            self.stop()
             raise Stopped(f"{what} answered with more than {MAX_ANSWER >> 20} MB")
         if not line.endswith(b"\n"):
-            code = self._exit_code()
-            self.stop()
-            raise Stopped(self._ended(what, code))
+            raise Stopped(self._ended(what, self._exit_code()))
         try:
             answer = json.loads(line)
         except (ValueError, RecursionError):
             answer = None
         if isinstance(answer, dict) and "not_own" in answer:
-            self.stop()
             raise Stopped(_not_own(answer["not_own"]))
         if not isinstance(answer, dict) or answer.get("id") != self.count:
-            self.stop()
             raise Stopped(f"during {what}, the learner's process wrote into the grader's channel "
                           f"what the grader did not ask for")
         return answer
@@ -234,11 +232,10 @@ def project_inodes(path):
     (__pycache__, .git, all they hold), whose every file is its own. The inodes, not the paths:
     a link or /proc/self/fd leads to the same."""
     def inode(name):
-        try:
+        with contextlib.suppress(OSError):
             found = os.stat(name)
-        except OSError:
-            return None
-        return found.st_dev, found.st_ino
+            return found.st_dev, found.st_ino
+        return None
 
     root = safe_io.HERE
     names = [os.path.join(root, name) for name in safe_io.project_files()]
@@ -293,8 +290,7 @@ class Learner:
 
     def _reply(self, function, answer):
         if "value" in answer:
-            edited = answer.get("edited")
-            edited = edited if isinstance(edited, list) else []
+            edited = answer.get("edited") if isinstance(answer.get("edited"), list) else []
             return Reply(answer["value"], None, None, None, edited)
         if answer.get("missing") is True:
             return Reply(None, f"{self.name} has no function {function}", None, None, [])
