@@ -21,12 +21,9 @@ def wrapped(line, width=LINE_WIDTH, indent=" " * 6):
     lines = []
     while len(line) > width:
         cut = line.rfind(" ", len(indent) + 1, width + 1)
-        if cut == -1:
-            lines.append(line[:width])
-            line = indent + line[width:]
-        else:
-            lines.append(line[:cut])
-            line = indent + line[cut + 1:]
+        end, rest = (width, width) if cut == -1 else (cut, cut + 1)     # no space: cut the word
+        lines.append(line[:end])
+        line = indent + line[rest:]
     return lines + [line.rstrip()]
 
 
