@@ -232,7 +232,6 @@ def lab_checks(seed=0):
     whose names do not depend on it."""
     q, k, v, allowed = lab = lab06.projected()
     fresh = drawn(seed)
-    fresh_row = (*fresh["row"], masked_softmax(*fresh["row"]))
     want = _want(lab)
     ln2 = math.log(2)
 
@@ -276,7 +275,7 @@ def lab_checks(seed=0):
         ("masked_softmax: [0, ln 2, ln 2] with the last blocked -> [1/3, 2/3, 0], then a row "
          "drawn afresh",
          lambda learner: _row(learner, *SOFTMAX_PROBE, [1 / 3, 2 / 3, 0.0])
-         or _afresh(_row(learner, *fresh_row), "a row", seed)),
+         or _afresh(_row(learner, *fresh["row"], masked_softmax(*fresh["row"])), "a row", seed)),
         ("masked_softmax: [−1000, −1000 + ln 2] -> [1/3, 2/3], which needs a shift",
          lambda learner: _row(learner, [-1000.0, -1000.0 + ln2], [True, True],
                               masked_softmax([-1000.0, -1000.0 + ln2], [True, True]), no_shift)),
