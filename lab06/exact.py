@@ -25,11 +25,8 @@ def exact_form(x, units=()):
     """
     if x == -math.inf:
         return x
-    fraction = exact_fraction(x)
-    if fraction is not None:
-        return fraction, ""
-    for unit in units:
-        fraction = exact_fraction(x / UNITS[unit])
+    for unit in ("", *units):
+        fraction = exact_fraction(x / UNITS[unit] if unit else x)
         if fraction is not None:
             return fraction, unit
     return None
