@@ -123,8 +123,7 @@ def kv_trace(sentence, tokens, params, x):
     """What kv-cache-trace.json records: each step, and what a cache gets wrong in each mode."""
     full = attention_forward(params, x)
     return {
-        "sentence": sentence,
-        "tokens": tokens,
+        "sentence": sentence, "tokens": tokens,
         "steps": [{"position": t, "token": token, "weights": rounded(step["weights"], DIGITS),
                    "equals_the_full_pass": matches_full_pass(step, full, t)}
                   for t, (token, step) in enumerate(zip(tokens, steps(params, x)))],

@@ -363,10 +363,8 @@ def lab():
                              first["weights"], offset_weights) for x, y in zip(row_x, row_y))}}
     return Record({
         "head": {"X": X, "WQ": WQ, "WK": WK, "WV": WV, "allowed": causal_mask(len(X))},
-        "baseline": first,
-        "buggy_post_softmax": _bug_section("post-softmax", runs["baseline"]),
-        "interventions": interventions,
-        "checks": checks,
+        "baseline": first, "buggy_post_softmax": _bug_section("post-softmax", runs["baseline"]),
+        "interventions": interventions, "checks": checks,
         "baseline_unchanged": baseline() == first,     # a run again, from fresh copies
     }, runs)
 
