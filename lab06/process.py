@@ -68,13 +68,12 @@ class LearnerProcess:
                 pass_fds=(requests_in, answers_out), start_new_session=True,
                 cwd=os.path.dirname(os.path.abspath(path)))      # the file's, not ours
         except OSError as e:
-            for fd in (requests_in, requests_out, answers_in, answers_out, self.control):
+            for fd in (requests_out, answers_in, self.control):
                 os.close(fd)
             raise OSError(f"cannot start Python to run {path}: {e.strerror or e}") from None
         finally:
-            os.close(control_in)
-        os.close(requests_in)
-        os.close(answers_out)
+            for fd in (control_in, requests_in, answers_out):      # the warden's ends
+                os.close(fd)
         self.answer_stream = os.fdopen(answers_in, "rb")
         self.request_stream = os.fdopen(requests_out, "wb")
         for target in (self._read, self._write, self._hear_the_warden):
