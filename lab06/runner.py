@@ -267,8 +267,7 @@ PR_SET_CHILD_SUBREAPER = 36
 def prctl(option, value):
     try:
         import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except (ImportError, OSError, AttributeError):
         return False
 
