@@ -140,18 +140,12 @@ class OneLineParser(argparse.ArgumentParser):
         note(f"error: {one_line(message)} (see --help)")
         sys.exit(2)
 
-    def _subcommands(self):
-        """({name: parser} of the subcommands, the one given or None)."""
-        for action in self._actions:     # argparse names no public type for a subcommand list
-            if isinstance(action, argparse._SubParsersAction):
-                given = [word for word in getattr(self, "_given_args", [])
-                         if word in action.choices]
-                return action.choices, given[0] if given else None
-        return {}, None
-
     def _hint(self, word):
         """What to say of an unknown option: the subcommand takes none such, or the nearest."""
-        subcommands, given = self._subcommands()
+        # {name: parser} of the subcommands (argparse names no public type for their list)
+        subcommands = next((action.choices for action in self._actions
+                            if isinstance(action, argparse._SubParsersAction)), {})
+        given = next((arg for arg in getattr(self, "_given_args", []) if arg in subcommands), None)
         options = list(self._option_string_actions)
         for name, parser in subcommands.items():
             if given in (None, name):       # a subcommand given: its own options, not the others'
