@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 import tracemalloc
-from math import fsum
 from operator import mul
 
 from attention import attention_backward, attention_forward, init_attention
@@ -32,7 +31,7 @@ def fsum_rate(n=4096, repeats=200):
     """Multiply-adds per second of fsum(map(mul, a, b)) on long vectors, the best of 5 turns."""
     rng = random.Random(0)
     a, b = [rng.uniform(-1, 1) for _ in range(n)], [rng.uniform(-1, 1) for _ in range(n)]
-    best, _ = best_of(5, lambda: [fsum(map(mul, a, b)) for _ in range(repeats)])
+    best, _ = best_of(5, lambda: [math.fsum(map(mul, a, b)) for _ in range(repeats)])
     return n * repeats / best
 
 
@@ -126,10 +125,9 @@ def main(argv=None):
 
 def run(sizes, cache_sizes, record):
     report = Report()
-    rate = fsum_rate()
     report.say(f"d_model {D_MODEL}, d_head {D_HEAD}, forward + backward, causal mask; "
                f"Python {sys.version.split()[0]}; "
-               f"pure-Python fsum dot product: {rate / 1e6:.1f} M multiply-adds/s", "")
+               f"pure-Python fsum dot product: {fsum_rate() / 1e6:.1f} M multiply-adds/s", "")
     lesson = measure_lesson_size()
     report.say("at the lesson's size (T = 6, d_model 4, d_head 2), one forward + backward pass:",
                "", "| attention.py µs | listing µs | speedup |", "|---|---|---|",
@@ -143,31 +141,27 @@ def run(sizes, cache_sizes, record):
                    f"{row['listing'] / row['layer']:.2f}× | {row['peak']:.2f} |")
     report.say("", f"growth exponent from T={rows[-2]['T']} to T={rows[-1]['T']}: "
                f"{exponent(rows[-2], rows[-1], 'layer'):.2f} (2 is quadratic in T)", "")
-    run_cache(report, cache_sizes)
-    if record:
-        report.record(RECORD_PATH)
-    return 0
-
-
-def run_cache(report, sizes):
     report.say(f"the cache of keys and values: T positions one at a time, d_model {D_MODEL}, "
                f"d_head {D_HEAD}, causal mask;", "cache = attention_step on each new position, "
                "recompute = attention_forward on every prefix", "",
                "| T | cache s | recompute s | speedup | cache multiply-adds | "
                "recompute multiply-adds | count ratio |", "|---|---|---|---|---|---|---|")
-    rows = []
-    for row in map(measure_cache, sizes):
-        rows.append(row)
+    cache_rows = []
+    for row in map(measure_cache, cache_sizes):
+        cache_rows.append(row)
         report.say(f"| {row['T']} | {row['cache']:.4f} | {row['recompute']:.4f} | "
                    f"{row['recompute'] / row['cache']:.1f}× | {row['cache_count']:,} | "
                    f"{row['recompute_count']:,} | "
                    f"{row['recompute_count'] / row['cache_count']:.1f}× |")
     report.say("", "growth exponents (1 is linear in T, 2 quadratic, 3 cubic):")
-    for a, b in zip(rows, rows[1:]):
+    for a, b in zip(cache_rows, cache_rows[1:]):
         report.say(f"from T={a['T']} to {b['T']}: cache {exponent(a, b, 'cache'):.2f} "
                    f"(count {exponent(a, b, 'cache_count'):.2f}), recompute "
                    f"{exponent(a, b, 'recompute'):.2f} "
                    f"(count {exponent(a, b, 'recompute_count'):.2f})")
+    if record:
+        report.record(RECORD_PATH)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(guarded(main))     # Ctrl-C while the arguments are read too
