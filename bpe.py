@@ -171,7 +171,6 @@ class Tokenizer:
             twice = next(ch for ch, count in Counter(alphabet).items() if count > 1)
             raise ValueError(f"alphabet characters must be distinct, got {twice!r} twice")
         self.alphabet = alphabet
-        self.merges = []
         self.vocab = list(alphabet)
         self.ids = {token: i for i, token in enumerate(alphabet)}
         self.ranks = {}  # (left id, right id) -> id of the merged token; a lower id merges first
@@ -190,7 +189,7 @@ class Tokenizer:
             self.ranks[(self.ids[merge[0]], self.ids[merge[1]])] = len(self.vocab)
             self.ids[joined] = len(self.vocab)
             self.vocab.append(joined)
-            self.merges.append(tuple(merge))
+        self.merges = [tuple(merge) for merge in merges]
         # a bounded cache: text repeats its words, but a stream of new words must not fill memory
         self._encode_chunk = functools.lru_cache(maxsize=CHUNK_CACHE_SIZE)(self._encode_chunk)
 

@@ -135,10 +135,9 @@ def check_positions(T):
 def check_entries(name, rows, cols, count=1):
     """Raise unless count (rows, cols) matrices, before any is made, hold MAX_ENTRIES in all."""
     if count * rows * cols > MAX_ENTRIES:
-        size = f"({said(rows)}, {said(cols)})"
-        raise ValueError(f"{name} would be {f'{count} × ' if count > 1 else ''}{size}, "
-                         f"{said(count * rows * cols)} entries{' in all' * (count > 1)}: at most "
-                         f"MAX_ENTRIES = {MAX_ENTRIES} entries")
+        raise ValueError(f"{name} would be {f'{count} × ' if count > 1 else ''}({said(rows)}, "
+                         f"{said(cols)}), {said(count * rows * cols)} entries"
+                         f"{' in all' * (count > 1)}: at most MAX_ENTRIES = {MAX_ENTRIES} entries")
 
 
 def plain_matrix(m, cols):
