@@ -278,15 +278,12 @@ def main(argv=None):
                         help="also a buggy procedure, after the changes of Q, K, V and the mask: "
                              "post-softmax (softmax, then zero the future) or destinations "
                              "(softmax over each column); repeatable")
-    parser.add_argument("--predict", metavar="FILE",
-                        help="write a predictions sheet to fill in (when FILE is new), else check "
-                             "it: it never prints an answer")
-    parser.add_argument("--submission", metavar="S",
-                        help="with --predict: write submission.md, your answers beside the "
-                             "program's; run again, it keeps what you wrote")
-    parser.add_argument("--baseline", action="store_true",
-                        help="with --table or --svg: Part 1's tables or maps alone (and --bug's), "
-                             "no intervention")
+    parser.add_argument("--predict", metavar="FILE", help="write a predictions sheet to fill in "
+                        "(when FILE is new), else check it: it never prints an answer")
+    parser.add_argument("--submission", metavar="S", help="with --predict: write submission.md, "
+                        "your answers beside the program's; run again, it keeps what you wrote")
+    parser.add_argument("--baseline", action="store_true", help="with --table or --svg: Part 1's "
+                        "tables or maps alone (and --bug's), no intervention")
     parser.add_argument("--all", action="store_true",
                         help="with --table, --svg or --export on the lab's head: all parts at once")
     parser.add_argument("--json", action="store_true",

@@ -91,9 +91,8 @@ def main(argv=None):
     parser = OneLineParser(description="Run the lesson's sentence one token at a time with the "
                                        "cache of keys and values.")
     parser.add_record_flags(KV_TRACE_PATH)
-    parser.add_argument("--mask", choices=MASK_MODES,
-                        help="compare the cache's rows with the full pass in this mode "
-                             "(default: causal)")
+    parser.add_argument("--mask", choices=MASK_MODES, help="compare the cache's rows with the full "
+                        "pass in this mode (default: causal)")
     args = parser.parse_args(argv)
     if (args.write or args.check) and args.mask is not None:
         parser.error("--write and --check work on the recorded file alone; drop --mask")

@@ -238,9 +238,8 @@ def edited(sentence):
 def main(argv=None):
     parser = trace_parser("Trace one causal self-attention layer on the lesson's sentence.",
                           TRACE_PATH, "the causal weights")
-    parser.add_argument("--sentence", metavar="TEXT",
-                        help=f"trace another sentence of at most {MAX_TOKENS} tokens "
-                             f"(default: the lesson's)")
+    parser.add_argument("--sentence", metavar="TEXT", help=f"trace another sentence of at most "
+                        f"{MAX_TOKENS} tokens (default: the lesson's)")
     parser.add_argument("--changed", metavar="TEXT",
                         help="the edited sentence (default: last word -> hat)")
     parser.add_argument("--show", metavar="NAMES", type=_names, default=("scores", "weights"),

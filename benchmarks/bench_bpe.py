@@ -56,9 +56,8 @@ def train_rust(text, vocab_size):
 
 def main(argv=None):
     parser = OneLineParser(description="Time bpe.train against slower trainers and the Rust one.")
-    parser.add_argument("--corpus", metavar="PATH",
-                        help="train on this text (a file or a folder of .txt files) instead "
-                             "of the seeded one")
+    parser.add_argument("--corpus", metavar="PATH", help="train on this text (a file or a folder "
+                        "of .txt files) instead of the seeded one")
     parser.add_argument("--rust", action="store_true", help="also time HuggingFace tokenizers")
     parser.add_argument("--record", action="store_true",
                         help="also write the output to bench-bpe.txt")
