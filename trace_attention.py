@@ -128,21 +128,14 @@ def trace(sentence=SENTENCE, changed=CHANGED, tokenizer=None):
     numeric = numeric_grad(params, x, r)
 
     return {
-        "sentence": sentence,
-        "tokens": tokenizer.tokens(sentence),
-        "ids": ids,
-        "changed_sentence": changed,
-        "changed_tokens": tokenizer.tokens(changed),
-        "d_model": D_MODEL,
-        "d_head": D_HEAD,
-        "seed": SEED,
+        "sentence": sentence, "tokens": tokenizer.tokens(sentence), "ids": ids,
+        "changed_sentence": changed, "changed_tokens": tokenizer.tokens(changed),
+        "d_model": D_MODEL, "d_head": D_HEAD, "seed": SEED,
         "shapes": {name: list(shape(cache[name]))
                    for name in ("q", "k", "v", "scores", "weights", "mixed", "out")},
-        "x": rounded(x, 4),
-        "params": rounded(params, 4),
+        "x": rounded(x, 4), "params": rounded(params, 4),
         **{name: rounded(cache[name], 4) for name in ("q", "k", "v", "scores", "weights", "out")},
-        "row_sums": [round(math.fsum(row), 6) for row in cache["weights"]],
-        "masks": masks,
+        "row_sums": [round(math.fsum(row), 6) for row in cache["weights"]], "masks": masks,
         "gradient_check": {"epsilon": EPS,
                            "max_error_rounded": round(max_err(analytic, numeric), 7)},
     }
