@@ -231,8 +231,7 @@ def _raising_on_signals():
         previous = [(number, signal.signal(number, stop)) for number in STOPPING
                     if signal.getsignal(number) is not signal.SIG_IGN]
     except ValueError:        # not the main thread: signals cannot be caught here
-        yield
-        return
+        previous = []
     try:
         yield
     finally:
