@@ -29,14 +29,6 @@ STORY = "tom has a green kite. sam has a blue car too. the kite is"
 CORRUPTED = "tom has a white kite. sam has a blue car too. the kite is"
 
 
-def trained_tokens(seed=SEED, steps=STEPS):
-    """The tokens of every prompt the default run trains on, drawn as train_model draws them."""
-    tokenizer = training_tokenizer()
-    lengths = [len(tokenizer.encode(question(s))) for s in stories(seed)[0]]
-    order = random.Random(seed + 1)
-    return sum(order.choice(lengths) for _ in range(steps))
-
-
 def questions(folder):
     """(name, arguments of train_attention.py) of each question timed; outputs go to folder."""
     return [("--story", ["--story", STORY]),
@@ -83,7 +75,11 @@ def run(questions_only, record):
                 times = [one_run(*args)[0] for _ in range(QUESTION_RUNS)]
                 report.say(f"| {name} | {statistics.median(times):.2f} | {max(times):.2f} |")
     else:
-        tokens = trained_tokens()
+        # the tokens of every prompt the default run trains on, drawn as train_model draws them
+        tokenizer = training_tokenizer()
+        lengths = [len(tokenizer.encode(question(s))) for s in stories(SEED)[0]]
+        order = random.Random(SEED + 1)
+        tokens = sum(order.choice(lengths) for _ in range(STEPS))
         runs = [one_run() for _ in range(TRAINING_RUNS)]
         wall = statistics.median(seconds for seconds, _ in runs)
         training = statistics.median(float(re.search(r"steps in ([0-9.]+) s", out).group(1))
