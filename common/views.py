@@ -323,26 +323,18 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_L
         f'<stop offset="0.5" stop-color="{colour(0.5)}"/>'
         f'<stop offset="1" stop-color="{colour(1)}"/></linearGradient>',
         "<style>"
-        ".title{font-size:15px;font-weight:bold;fill:#111}"
-        ".subtitle{font-size:12px;fill:#333}"
-        ".axis{font-size:11px;fill:#555}"
-        ".label{fill:#111;dominant-baseline:middle}"
-        ".label.row{text-anchor:end}"
-        ".value{text-anchor:middle;dominant-baseline:central}"
-        ".cell{stroke:#ffffff;stroke-width:1}"
-        ".frame{fill:none;stroke:#777;stroke-width:1}"
+        ".title{font-size:15px;font-weight:bold;fill:#111}.subtitle{font-size:12px;fill:#333}"
+        ".axis{font-size:11px;fill:#555}.label{fill:#111;dominant-baseline:middle}"
+        ".label.row{text-anchor:end}.value{text-anchor:middle;dominant-baseline:central}"
+        ".cell{stroke:#ffffff;stroke-width:1}.frame{fill:none;stroke:#777;stroke-width:1}"
         ".future{fill:none;stroke:#c51b7d;stroke-width:2.5;stroke-dasharray:6 3}"
         ".legend.future{stroke:#c51b7d;stroke-width:2.5;stroke-dasharray:6 3}"
         ".side{fill:#f4f4f4;stroke:#ffffff;stroke-width:1}"
         ".side-title{font-size:12px;font-weight:bold;fill:#333;text-anchor:middle}"
-        ".side-value{fill:#111}"
-        ".highlight{fill:none;stroke:" + HIGHLIGHT + ";stroke-width:3}"
+        ".side-value{fill:#111}.highlight{fill:none;stroke:" + HIGHLIGHT + ";stroke-width:3}"
         ".changed{font-size:11px;fill:" + HIGHLIGHT + ";dominant-baseline:middle}"
-        ".scale{stroke:#777;stroke-width:0.5}"
-        ".tick{font-size:10px;fill:#555;text-anchor:middle}"
-        ".legend{stroke:#777;stroke-width:0.5}"
-        ".note{font-size:12px;fill:#333}"
-        "</style>",
+        ".scale{stroke:#777;stroke-width:0.5}.tick{font-size:10px;fill:#555;text-anchor:middle}"
+        ".legend{stroke:#777;stroke-width:0.5}.note{font-size:12px;fill:#333}</style>",
         "</defs>",
         f'<rect width="{total_w:.0f}" height="{total_h:.0f}" fill="#ffffff"/>',
     ]
