@@ -171,8 +171,8 @@ def _text_width(text, font):
     return len(text) * font * 0.62
 
 
-def _draw_panel(p, x0, y0):
-    """(SVG elements, width, height) of one panel with its top-left corner at (x0, y0)."""
+def _draw_panel(p):
+    """(SVG elements, width, height) of one panel with its top-left corner at (0, 0)."""
     n_rows, n_cols = len(p["rows"]), len(p["cols"])
     cell = max(30, min(56, 336 // max(n_rows, n_cols)))
     decimals = 4 if cell >= 56 else 2       # 2 for a long sentence
@@ -182,53 +182,48 @@ def _draw_panel(p, x0, y0):
     col_label_height = 10 + max(_text_width(c, label_font) for c in p["cols"]) * 0.71
     top = 60 + col_label_height
     grid_w, grid_h = n_cols * cell, n_rows * cell
-    side_x = x0 + left + grid_w + 16
+    side_x = left + grid_w + 16
     side_w = 0 if p["side"] is None else len(p["side"][1][0]) * (cell - 4) + 8
     width = max(left + grid_w + 16 + side_w
                 + (_text_width(p["mark"], 11) + 8 if p["highlight"] and not side_w else 8),
                 _text_width(p["title"], 15) + 10, _text_width(p["subtitle"], 12) + 10)
     out = [f'<g class="panel" data-title="{escape(p["title"])}">',
-           f'<text x="{x0:.1f}" y="{y0 + 18:.1f}" class="title">{escape(p["title"])}</text>',
-           f'<text x="{x0:.1f}" y="{y0 + 36:.1f}" class="subtitle">{escape(p["subtitle"])}</text>',
-           f'<text x="{x0 + left:.1f}" y="{y0 + 54:.1f}" class="axis">'
-           f'{escape(p["axes"][0])}</text>',
-           f'<text class="axis" transform="translate({x0 + 12:.1f},{y0 + top + grid_h:.1f}) '
+           f'<text x="0.0" y="18.0" class="title">{escape(p["title"])}</text>',
+           f'<text x="0.0" y="36.0" class="subtitle">{escape(p["subtitle"])}</text>',
+           f'<text x="{left:.1f}" y="54.0" class="axis">{escape(p["axes"][0])}</text>',
+           f'<text class="axis" transform="translate(12.0,{top + grid_h:.1f}) '
            f'rotate(-90)">{escape(p["axes"][1])}</text>']
     for j, name in enumerate(p["cols"]):
-        cx, cy = x0 + left + (j + 0.5) * cell, y0 + top - 6
+        cx, cy = left + (j + 0.5) * cell, top - 6
         out.append(f'<text class="label" font-size="{label_font}" '
                    f'transform="translate({cx:.1f},{cy:.1f}) rotate(-45)">{escape(name)}</text>')
     for i, name in enumerate(p["rows"]):
-        cy = y0 + top + (i + 0.5) * cell
-        out.append(f'<text class="label row" font-size="{label_font}" x="{x0 + left - 6:.1f}" '
+        cy = top + (i + 0.5) * cell
+        out.append(f'<text class="label row" font-size="{label_font}" x="{left - 6:.1f}" '
                    f'y="{cy:.1f}">{escape(name)}</text>')
         for j in range(n_cols):
-            out += _draw_cell(p, i, j, x0 + left + j * cell, y0 + top + i * cell, cell, font,
-                              decimals)
+            out += _draw_cell(p, i, j, left + j * cell, top + i * cell, cell, font, decimals)
         if i in p["highlight"]:
-            out.append(f'<rect class="highlight" x="{x0 + left - 2:.1f}" '
-                       f'y="{y0 + top + i * cell - 2:.1f}" width="{grid_w + 4}" '
-                       f'height="{cell + 4}"/>')
+            out.append(f'<rect class="highlight" x="{left - 2:.1f}" y="{top + i * cell - 2:.1f}" '
+                       f'width="{grid_w + 4}" height="{cell + 4}"/>')
             if p["side"] is None:
-                out.append(f'<text class="changed" x="{x0 + left + grid_w + 6:.1f}" y="{cy:.1f}">'
+                out.append(f'<text class="changed" x="{left + grid_w + 6:.1f}" y="{cy:.1f}">'
                            f'{escape(p["mark"])}</text>')
-    out.append(f'<rect class="frame" x="{x0 + left:.1f}" y="{y0 + top:.1f}" width="{grid_w}" '
+    out.append(f'<rect class="frame" x="{left:.1f}" y="{top:.1f}" width="{grid_w}" '
                f'height="{grid_h}"/>')
     if p["future"] and n_rows == n_cols > 1:   # where a causal model puts no weight
-        out.append(f'<polygon class="future" '
-                   f'points="{_future_points(x0 + left, y0 + top, cell, n_cols)}"/>')
+        out.append(f'<polygon class="future" points="{_future_points(left, top, cell, n_cols)}"/>')
     if p["side"] is not None:
-        out += _draw_side(p["side"], side_x, y0 + top, cell, font, decimals)
+        out += _draw_side(p["side"], side_x, top, cell, font, decimals)
         for i in p["side_highlight"]:
             out.append(f'<rect class="highlight side-changed" x="{side_x - 2:.1f}" '
-                       f'y="{y0 + top + i * cell - 2:.1f}" width="{side_w - 4}" '
-                       f'height="{cell + 4}"/>')
-    scale_y = y0 + top + grid_h + 16       # the colour scale under the grid
-    out.append(f'<rect x="{x0 + left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" '
+                       f'y="{top + i * cell - 2:.1f}" width="{side_w - 4}" height="{cell + 4}"/>')
+    scale_y = top + grid_h + 16       # the colour scale under the grid
+    out.append(f'<rect x="{left:.1f}" y="{scale_y:.1f}" width="{grid_w}" height="10" '
                f'fill="url(#scale)" class="scale"/>')
     for tick in (0.0, 0.5, 1.0):
-        out.append(f'<text class="tick" x="{x0 + left + tick * grid_w:.1f}" '
-                   f'y="{scale_y + 24:.1f}">{tick:g}</text>')
+        out.append(f'<text class="tick" x="{left + tick * grid_w:.1f}" y="{scale_y + 24:.1f}">'
+                   f'{tick:g}</text>')
     out.append("</g>")
     return out, width, top + grid_h + 50
 
@@ -248,8 +243,7 @@ def _draw_cell(p, i, j, x, y, cell, font, decimals):
 def _future_points(x, y, cell, n):
     """The staircase outline of the cells above the diagonal of an n × n grid at (x, y)."""
     points = [(1, 0), (n, 0), (n, n - 1)]
-    for k in range(n - 1, 0, -1):
-        points += [(k, k), (k, k - 1)]
+    points += [corner for k in range(n - 1, 0, -1) for corner in ((k, k), (k, k - 1))]
     return " ".join(f"{x + a * cell:.1f},{y + b * cell:.1f}" for a, b in points)
 
 
@@ -283,7 +277,7 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_L
         raise TypeError(f"note must be text, got {type(note).__name__}")
     parts, x, y, row_height, widest = [], 16.0, 16.0, 0.0, 0.0
     for p in panels:
-        elements, width, height = _draw_panel(p, 0.0, 0.0)
+        elements, width, height = _draw_panel(p)
         if x > 16 and x + width > max_width:              # this row is full: start the next
             x, y, row_height = 16.0, y + row_height + 24, 0.0
         parts.append(f'<g transform="translate({x:.1f},{y:.1f})">')
