@@ -296,15 +296,7 @@ def main(argv=None):
     _refuse_conflicts(parser, args)
     if args.grade is not None:
         return _grade(args)
-    return guarded(lambda: _predict(args) if args.predict is not None else _run(args))
-
-
-def _predict(args):
-    check_stdout()
-    from lab06.submission import predict    # here: only --predict needs the sheet
-    text, status = predict(args.predict, args.submission)
-    show(text)
-    return status
+    return guarded(lambda: _run(args))
 
 
 def _head(args):
@@ -367,6 +359,12 @@ def _grade(args):
 
 
 def _run(args):
+    if args.predict is not None:
+        check_stdout()
+        from lab06.submission import predict    # here: only --predict needs the sheet
+        text, status = predict(args.predict, args.submission)
+        show(text)
+        return status
     check_outputs([("--svg", args.svg, None), ("--html", args.html, PAGE),
                    ("--export", args.export, None), ("--scaffold", args.scaffold, None)],
                   [("--head", args.head)])
