@@ -84,10 +84,7 @@ def _not_a_chunk(piece):
 def _pieces(text):
     """chunks(text) after one regex pass: the same pieces, found fast."""
     for piece in _CHUNK.findall(text):
-        if _not_a_chunk(piece):
-            yield from chunks(piece)
-        else:
-            yield piece
+        yield from chunks(piece) if _not_a_chunk(piece) else [piece]
 
 
 # ---- encoding a chunk: the plain way, then the fast one ----------------------------------------

@@ -278,8 +278,7 @@ def guarded(action):
             _on_stdout(sys.stdout.flush)      # what is still buffered fails here, not at exit
         return status
     except BrokenPipeError:
-        # the reader went away (`| head`): nothing more can be printed, and Python must not try to
-        # flush into the broken pipe at exit
+        # the reader went away (`| head`): Python must not flush into the broken pipe at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return fail("standard output was closed before everything was printed")
     except FileNotFoundError as e:

@@ -121,9 +121,8 @@ def check_output_path(path, own=None, others=()):
 def _same_file(a, b):
     """True when paths a and b name one regular file (or would: a file not yet written). Two
     writes to one device or pipe (/dev/stdout twice) replace nothing."""
-    for path in (a, b):
-        if os.path.exists(path) and not os.path.isfile(path):
-            return False
+    if any(os.path.exists(path) and not os.path.isfile(path) for path in (a, b)):
+        return False
     if os.path.exists(a) and os.path.exists(b):
         return os.path.samefile(a, b)           # hard links too
     return os.path.realpath(a) == os.path.realpath(b)
