@@ -40,11 +40,8 @@ def exact_fraction(x):
     >>> [exact_fraction(x) for x in (1 / 3, 2.0, math.log(2), 1e300)]
     [Fraction(1, 3), Fraction(2, 1), None, None]
     """
-    try:
-        if type(x) not in (float, int) or not math.isfinite(x) or abs(x) >= LARGE:
-            return None                         # a bool or a subclass too
-    except OverflowError:         # an int no float can hold
-        return None
+    if type(x) not in (float, int) or not -LARGE < x < LARGE:
+        return None             # a bool or a subclass too, NaN, ±∞ and an int no float can hold
     fraction = Fraction(x).limit_denominator(MAX_DENOMINATOR)
     return fraction if abs(Fraction(x) - fraction) <= TOLERANCE else None
 
@@ -162,8 +159,7 @@ def panel(title, row_labels, col_labels, weights, hatched, highlight=(), subtitl
 def colour(w):
     """White at 0 to deep blue at 1."""
     w = min(max(w, 0.0), 1.0)
-    low, high = (247, 251, 255), (8, 48, 107)
-    r, g, b = (round(a + (c - a) * w) for a, c in zip(low, high))
+    r, g, b = (round(a + (c - a) * w) for a, c in zip((247, 251, 255), (8, 48, 107)))
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
