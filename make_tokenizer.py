@@ -15,8 +15,7 @@ import sys
 from bpe import Tokenizer
 from common.golden import to_json, write_or_check
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PATH = os.path.join(HERE, "tokenizer.json")
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizer.json")
 
 ALPHABET = ["\n", " ", "!", ",", ".", "?"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
 

@@ -164,10 +164,9 @@ def trace_table(t, shown=("scores", "weights"), run=None):
         raise ValueError(f"trace_table shows names from {', '.join(INTERMEDIATES)} (mixed with "
                          f"run), got {', '.join(map(repr, unknown)) or 'mixed without run'}")
     labels = token_labels(t["tokens"])
-    blocked = [[s is None for s in row] for row in t["scores"]]
     values = {name: t.get(name) or (run or {}).get(name) for name in shown}
-    values["weights"] = [["0" if b else w for w, b in zip(row, b_row)]
-                         for row, b_row in zip(t["weights"], blocked)]
+    values["weights"] = [["0" if s is None else w for w, s in zip(w_row, s_row)]   # blocked: 0
+                         for w_row, s_row in zip(t["weights"], t["scores"])]
     lines = ["tokens:  " + "   ".join(f"{name} ({i})" for name, i in zip(labels, t["ids"])), ""]
     for name in shown:
         matrix = values[name]
