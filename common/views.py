@@ -276,8 +276,7 @@ def heatmaps_svg(panels, note=None, max_width=MAX_WIDTH, hatched_legend=MASKED_L
         elements, width, height = _draw_panel(p)
         if x > 16 and x + width > max_width:              # this row is full: start the next
             x, y, row_height = 16.0, y + row_height + 24, 0.0
-        parts.append(f'<g transform="translate({x:.1f},{y:.1f})">')
-        parts += elements + ["</g>"]
+        parts += [f'<g transform="translate({x:.1f},{y:.1f})">', *elements, "</g>"]
         x += width + 24
         row_height, widest = max(row_height, height), max(widest, x - 24)
     legend_y = y + row_height + 8
