@@ -401,7 +401,8 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertIn(f"up to MAX_TOKENS = {stories.MAX_TOKENS} tokens",
                       flat(read("train_attention.py")))
         self.assertIn(f"A colour outside `COLOURS` ({', '.join(stories.COLOURS[:-1])} and "
-                      f"{stories.COLOURS[-1]}) cannot be answered", flat(read("training/README.md")))
+                      f"{stories.COLOURS[-1]}) cannot be answered",
+                      flat(read("training/README.md")))
 
     def test_where_each_idea_lives_names_functions_that_exist(self):
         readme = read("README.md")
