@@ -33,9 +33,9 @@ from tests.helpers import HERE, MessageAssertions, folder_copy
 from tests.learner_files import (LEARNER, EveryReport, InProcess, first_fail, logical,
                                   write_sources)
 
-SHORT = 0.5        # seconds a call may take where the test waits for a loop to be stopped:
-                   # 20 times what importing the file takes, so that a busy machine still has
-                   # the loop, not the import, stopped
+SHORT = 1.0        # seconds a call may take where the test waits for a loop to be stopped:
+                   # 40 times what importing the file takes, so that a busy machine (two suites
+                   # at once) still has the loop, not the import, stopped
 
 # The project's folder as a hostile file finds it: from the runner's path, in its __file__ or in
 # /proc/PID/cmdline (PID: self, or the warden's)
@@ -92,7 +92,7 @@ HOSTILE = {
                           "matmul raised KeyboardInterrupt (line 51), which is not an Exception"),
     "a loop in C at import": ("x = 10 ** 10 ** 8\n", "the import was stopped after"),
     # the loops in Python rest as they loop: the grader stops a call that never returns alike,
-    # spinning or not, and the limit's half second is no core's; the loop in C computes
+    # spinning or not, and the limit's second is no core's; the loop in C computes
     "a matmul that swallows its IndexError in a loop": (
         "import time\ndef matmul(left, right):\n    i = 0\n    while True:\n        try:\n"
         "            time.sleep(0.01)\n            left[i]\n            i += 1\n"
