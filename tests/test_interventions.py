@@ -296,8 +296,8 @@ class CommandLine(MessageAssertions, unittest.TestCase):
         self.assertEqual(json.loads(done.stdout)["answer"], " blue")
         table = run_script("train_attention.py", "--story", EXAMPLE, "--ablate-value", "4")
         self.assertEqual(table.returncode, 0, table.stderr)
-        self.assertIn("answer: ' green' → ' blue'\nthe question's weight on each token, before → "
-                      "after:", table.stdout)
+        self.assertIn("answer: ' green' → ' blue'\n"
+                      "the question's weight on each token, before → after:", table.stdout)
         self.assertRegex(table.stdout, r"␣green +0\.\d{4} +0\.\d{4}  ◀ value zeroed")
 
     def test_patch_prints_a_row_per_position_and_draws_a_cell_per_vector(self):
