@@ -26,6 +26,11 @@ import tempfile
 from attention import matmul, transpose
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
+# Python, started as a terminal starts its foreground job: with Ctrl-C's SIGINT at its default. A
+# suite started in the background (`python3 -m unittest &` in a script) ignores SIGINT, and so
+# would every program it starts, which no Ctrl-C could then stop
+AS_FOREGROUND = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
+                 "signal.SIG_DFL); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
 
 
 class MessageAssertions:

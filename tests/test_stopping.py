@@ -6,13 +6,12 @@ import concurrent.futures
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
 from lab06.runner import descendants
-from tests.helpers import HERE
+from tests.helpers import AS_FOREGROUND, HERE
 
 
 def running(pid):
@@ -30,7 +29,7 @@ def stopped_by(stop, *args):
     bounds of 60 s stand only against a hang (a worker left running keeps a pipe open, so stderr
     goes to a file); whatever happens, nothing it started is left to train, or to write."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        process = subprocess.Popen([sys.executable, "train_attention.py", *args], cwd=HERE,
+        process = subprocess.Popen([*AS_FOREGROUND, "train_attention.py", *args], cwd=HERE,
                                    stdout=subprocess.DEVNULL, stderr=err)
         workers = []
         try:
