@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from attention import attention_forward, causal_mask
 from common.export import export_text
 from common.golden import rounded, to_json, write_or_check
-from common.safe_io import STOPPING, read_json, write_atomic
+from common.safe_io import STOPPING, read_json, stopping, write_atomic
 from common.views import heatmaps_svg, panel, text_table, token_labels
 from training.model import embed, layer
 from training.model import predict as predict_one_layer
@@ -69,9 +69,10 @@ HELD = (signal.SIGINT, *STOPPING)       # held while the pool starts (where the 
 
 
 def _worker_signals():
-    """A worker ignores Ctrl-C (the main process's alone) and ends on a terminate."""
+    """A worker ignores Ctrl-C (the main process's alone) and ends on a terminate; under nohup
+    it goes on ignoring SIGHUP."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for stop in STOPPING:
+    for stop in stopping():
         signal.signal(stop, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
@@ -102,10 +103,11 @@ def run_seeds(seeds, steps=STEPS, models=None):
 
 def _pooled(work, *arguments, workers=None):
     """work(*each) for each of zip(*arguments), in order, on every core (at most workers):
-    Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool, and the work under way."""
+    Ctrl-C, SIGTERM or SIGHUP (but under nohup) stops the workers with the pool, and the work
+    under way."""
     count = min(len(arguments[0]), workers or os.cpu_count() or 1)
     pool = ProcessPoolExecutor(max_workers=count, initializer=_worker_signals)
-    before = {stop: signal.signal(stop, signal.default_int_handler) for stop in STOPPING}
+    before = {stop: signal.signal(stop, signal.default_int_handler) for stop in stopping()}
     try:
         with _signals_held():       # a signal now waits until the pool has started whole
             results = pool.map(work, *arguments)

@@ -220,6 +220,12 @@ def _open_for(file, text):
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+def stopping():
+    """The signals of STOPPING that stop a program now: not those it was started ignoring (nohup
+    ignores SIGHUP, so that a closed terminal leaves it running)."""
+    return [number for number in STOPPING if signal.getsignal(number) is not signal.SIG_IGN]
+
+
 @contextlib.contextmanager
 def _raising_on_signals():
     """While a write is under way, SIGTERM and SIGHUP (a closed terminal) raise SystemExit, so the
@@ -227,8 +233,7 @@ def _raising_on_signals():
     def stop(signum, frame):
         raise SystemExit(128 + signum)
     try:
-        previous = [(number, signal.signal(number, stop)) for number in STOPPING
-                    if signal.getsignal(number) is not signal.SIG_IGN]
+        previous = [(number, signal.signal(number, stop)) for number in stopping()]
     except ValueError:        # not the main thread: signals cannot be caught here
         previous = []
     try:

@@ -26,11 +26,16 @@ import tempfile
 from attention import matmul, transpose
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder
-# Python, started as a terminal starts its foreground job: with Ctrl-C's SIGINT at its default. A
-# suite started in the background (`python3 -m unittest &` in a script) ignores SIGINT, and so
-# would every program it starts, which no Ctrl-C could then stop
-AS_FOREGROUND = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
-                 "signal.SIG_DFL); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
+
+
+def as_job(*ignored):
+    """Python, started as a terminal starts a job: Ctrl-C's SIGINT at its default (a suite run in
+    the background, `python3 -m unittest &` in a script, ignores it, and so would every program it
+    starts), and the signals named in ignored ignored, as `nohup` ignores SIGHUP."""
+    return [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
+            "signal.SIG_DFL); " + "".join(f"signal.signal(signal.{name}, signal.SIG_IGN); "
+                                          for name in ignored)
+            + "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
 
 
 class MessageAssertions:

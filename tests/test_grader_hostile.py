@@ -28,7 +28,7 @@ from lab06 import runner as grade_lab06_runner
 from lab06.grading_checks import lab_checks
 from lab06.process import Learner, LearnerProcess, project_inodes
 from lab06.report import gradescope, junit, report
-from tests.helpers import AS_FOREGROUND, HERE, MessageAssertions, folder_copy
+from tests.helpers import HERE, MessageAssertions, as_job, folder_copy
 from tests.learner_files import (LEARNER, EveryReport, InProcess, first_fail, logical,
                                   write_sources)
 
@@ -313,7 +313,7 @@ def stop_the_graders_midway(signal_names):
                 f.write(f"FIFO = {fifo!r}\n" + ESCAPES)
         try:
             # -S: no site packages, which the project never needs, to start sooner
-            graders = subprocess.Popen([*AS_FOREGROUND, "-S", "-c", GRADERS, *paths], cwd=HERE,
+            graders = subprocess.Popen([*as_job(), "-S", "-c", GRADERS, *paths], cwd=HERE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                        text=True)
             pids = [int(pid) for pid in graders.stdout.readline().split()]
