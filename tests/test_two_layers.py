@@ -170,6 +170,22 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
             asked_later += s.distractor is not None or body.count(" has a") > 1
         self.assertGreater(asked_later, 0)
 
+    def test_training_stories_list_three_things_in_one_sentence_never_in_three(self):
+        """What the README warns of: three things told in three sentences are a form never
+        trained."""
+        rng, lists_of_three = random.Random(SEED), 0
+        for _ in range(300):
+            s = stories.two_layer_story(rng, stories.made_up_words())
+            sentences = re.split(r"[.!?] ", s.text[:-len(f" the {s.thing} is {s.colour}.")])
+            told = [sum(word in stories.COLOURS for word in re.findall(r"[a-z]+", sentence))
+                    for sentence in sentences]
+            self.assertTrue(sum(told) < 3 or max(told) == sum(told), s.text)
+            lists_of_three += max(told) == 3
+        self.assertGreater(lists_of_three, 0)
+        with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
+            self.assertIn("they list three things in one sentence, never in three",
+                          " ".join(f.read().split()))
+
     def test_predict_answers_with_layer_2s_weights_and_refuses_a_one_layer_model(self):
         tokenizer = stories.training_tokenizer()
         params = two_layers.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2, given=True)
