@@ -29,12 +29,14 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the proje
 
 
 def as_job(*ignored):
-    """Python, started as a terminal starts a job: Ctrl-C's SIGINT at its default (a suite run in
-    the background, `python3 -m unittest &` in a script, ignores it, and so would every program it
-    starts), and the signals named in ignored ignored, as `nohup` ignores SIGHUP."""
-    return [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
-            "signal.SIG_DFL); " + "".join(f"signal.signal(signal.{name}, signal.SIG_IGN); "
-                                          for name in ignored)
+    """Python, started as a terminal starts a job: SIGINT, SIGTERM and SIGHUP at their default (a
+    suite run in the background, `python3 -m unittest &` in a script, ignores SIGINT, one run
+    under nohup SIGHUP, and so would every program it starts), but the signals named in ignored,
+    ignored as `nohup` ignores SIGHUP."""
+    return [sys.executable, "-c", "import os, signal, sys\n"
+            "for name in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
+            "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+            + "".join(f"signal.signal(signal.{name}, signal.SIG_IGN)\n" for name in ignored)
             + "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"]
 
 

@@ -31,7 +31,8 @@ def stopped_by(stop, *args, nohup=False):
     60 s stand only against a hang (a worker left running keeps a pipe open, so stderr goes to a
     file); whatever happens, nothing it started is left to train, or to write."""
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        process = subprocess.Popen([*as_job(*["SIGHUP"] * nohup), "train_attention.py", *args],
+        started = as_job("SIGHUP") if nohup else as_job()
+        process = subprocess.Popen([*started, "train_attention.py", *args],
                                    cwd=HERE, stdout=subprocess.DEVNULL, stderr=err)
         workers, ignoring = [], []
         try:
