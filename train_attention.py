@@ -28,7 +28,7 @@ from attention import attention_forward, causal_mask
 from common.export import export_text
 from common.golden import rounded, to_json, write_or_check
 from common.safe_io import STOPPING, read_json, stopping, write_atomic
-from common.views import heatmaps_svg, panel, text_table, token_labels
+from common.views import heatmaps_svg, numbered_labels, panel, text_table, token_labels
 from training.model import embed, layer
 from training.model import predict as predict_one_layer
 from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
@@ -188,9 +188,8 @@ def summary(record, seconds):
 def weights_table(weights):
     """The question's weight on each token of a story, one line each, the largest marked."""
     top = max(range(len(weights)), key=lambda i: weights[i][1])
-    labels = [f"{n} {label}" for n, label in enumerate(token_labels([t for t, _ in weights]), 1)]
-    return text_table(labels, ["weight"], [[w] for _, w in weights],
-                      marks={top: "◀ most weight"}) + "\n"
+    return text_table(numbered_labels([t for t, _ in weights]), ["weight"],
+                      [[w] for _, w in weights], marks={top: "◀ most weight"}) + "\n"
 
 
 def example_svg(record):
@@ -352,8 +351,9 @@ def _run(args):
 
 def _answer(args, model):
     """--export, --patch, --block and --ablate-value, or --story, on model (either model)."""
-    given = f"({given_layer.GIVEN})\n" if model.get("layers") == 2 and not args.json else ""
-    whose = "layer 2's" if model.get("layers") == 2 else "the question's"
+    two = model.get("layers") == 2
+    given = f"({given_layer.GIVEN})\n" if two and not args.json else ""
+    whose = "layer 2's" if two else "the question's"
     if args.export is not None:
         text = args.story if args.story is not None else _recorded()["run"]["example"]["story"]
         save_view(args.export, story_attention(model, text), None)

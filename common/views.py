@@ -75,6 +75,15 @@ def token_labels(tokens):
     return labels
 
 
+def numbered_labels(tokens):
+    """token_labels, each after its position from 1: a table's rows, one a token.
+
+    >>> numbered_labels(["the", " cat", " the"])
+    ['1 the', '2 ␣cat', '3 ␣the']
+    """
+    return [f"{n} {name}" for n, name in enumerate(token_labels(tokens), 1)]
+
+
 def positions_text(indices):
     """0-based indices in words, counted from 1. Raises TypeError or ValueError (one below 0).
 

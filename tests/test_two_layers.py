@@ -157,7 +157,8 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
                 self.assertIsNotNone(listed, s.text)
                 pairs = list(zip(listed.groups()[::2], listed.groups()[1::2]))
                 self.assertEqual(pairs[asked], (s.colour, s.thing), (kind, s.text))
-                self.assertEqual(s.distractor, pairs[1 if asked == 0 else 0][0], (kind, s.text))
+                self.assertEqual(s.distractor, next(c for c, thing in pairs if thing != s.thing),
+                                 (kind, s.text))    # the first colour of another thing
                 self.assertTrue(s.text.endswith(f" the {s.thing} is {s.colour}."), s.text)
 
     def test_a_two_layer_training_story_asks_about_a_thing_given_its_colour(self):

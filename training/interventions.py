@@ -16,7 +16,7 @@ from attention import add, unchecked
 from core.masked import attention_core
 from common.checks import said
 from common.golden import rounded
-from common.views import heatmaps_svg, panel, text_table, token_labels
+from common.views import heatmaps_svg, numbered_labels, panel, text_table, token_labels
 from training.given_layer import WEIGHTS as TWO_LAYER_WEIGHTS
 from training.model import answer_of, check_model, embed
 from training.stories import COLOURS, encode_question, question, story_ids
@@ -336,8 +336,8 @@ def patch_svg(result):
 def intervention_table(before, after, marked, whose="the question's"):
     """The answer and whose weights (the question's, or layer 2's) before → after; marked: {index:
     what was done}."""
-    labels = [f"{n} {label}" for n, label in enumerate(token_labels(before["tokens"]), 1)]
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
             f"{whose} weight on each token, before → after:\n"
-            + text_table(labels, ["before", "after"], rows, marks=marked) + "\n")
+            + text_table(numbered_labels(before["tokens"]), ["before", "after"], rows,
+                         marks=marked) + "\n")
