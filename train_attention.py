@@ -8,6 +8,7 @@ what it learned. Run from the top folder:
     python3 train_attention.py --patch CLEAN --into CORRUPTED         activation patching
     python3 train_attention.py --induction            two layers set by hand; no training
     python3 train_attention.py --layers 2             two layers, layer 1 given (minutes)
+    python3 train_attention.py --from-scratch         both layers from scratch (over an hour)
 
 --help lists the rest. From Python: train_model, predict, recorded_model, intervene and patch.
 A story may have up to MAX_TOKENS = 128 tokens; a longer one is refused, naming the limit.
@@ -37,7 +38,7 @@ from training.tables import (cannot_line, held_out_table, seed_row, seeds_header
                              seeds_line, two_layer_table)
 from training.train import LOSS_EVERY, RECORDED_SEEDS, SEED, STEPS, measure, run
 from training.train import train_model as train_one_layer
-from training import given_layer, induction, two_layers
+from training import from_scratch, given_layer, induction, two_layers
 from training.interventions import (evidence, intervene, intervention_table, patch,
                                     patch_svg, patch_table)
 from training.recorded_model import model_from_record, model_record, read_model
@@ -54,6 +55,7 @@ RULE_PATH = os.path.join(HERE, "training", "rule-run.json")
 FIGURE = os.path.join("training", "learned-attention.svg")   # the view --svg records
 TWO_RUN_PATH = os.path.join(HERE, "training", "two-layer-run.json")
 TWO_MODEL_PATH = os.path.join(HERE, "training", "two-layer-model.json")
+SCRATCH_RUN_PATH = os.path.join(HERE, "training", "from-scratch-run.json")
 
 MAX_SEEDS = 1000          # --seeds N: N at most this (each seed trains for seconds)
 MAX_STEPS = 1_000_000     # --steps: at most this (over an hour at a few ms a step)
@@ -240,6 +242,9 @@ def main(argv=None):
     add("--layers", type=integer, default=1,
         help="2: the two-layer model, its layer 1 given (a previous-token head set by hand), "
              "everything else trained")
+    add("--from-scratch", action="store_true",
+        help="both layers learned from scratch, layer 1 from place alone with a next-token loss: "
+             "train --seed, or with --write seeds 1…3")
     args = parser.parse_args(argv)
     if args.ablate_value is not None:
         if len(args.ablate_value) > 1:
@@ -254,6 +259,14 @@ def main(argv=None):
         _layers(args.layers)
     except ValueError as e:
         parser.error(f"--{e}")
+    if args.from_scratch:
+        dropped = [f for f in given if f != "--seed" or args.write or args.check] + [
+            "--layers"] * (args.layers != 1) + ["--induction"] * args.induction + [
+            "--all-seeds"] * args.all_seeds
+        if dropped:
+            parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 with --write or "
+                         f"checks their record with --check: drop {', '.join(dropped)}")
+        return guarded(lambda: _from_scratch(args))
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
                    is None or f == "--seed" and answering] + ["--induction"] * args.induction + [
@@ -422,18 +435,51 @@ def _two_layers(args):
     return 0
 
 
-def _check_two_layers():
-    """--check of two-layer-run.json: its first given_layer.PREFIX batches trained again."""
-    recorded = read_json(TWO_RUN_PATH, "the two-layer run",
-                         then="run --layers 2 --write").get("prefix")
-    if not isinstance(recorded, dict) or "seed" not in recorded:
-        raise ValueError("two-layer-run.json holds no recorded prefix: run --layers 2 --write")
-    fresh = given_layer.train_model(recorded["seed"], batches=given_layer.PREFIX)["prefix"]
-    if fresh != recorded:
-        return fail(f"two-layer-run.json's first {fresh['stories']} stories of seed "
-                    f"{fresh['seed']} differ from a fresh run: run --layers 2 --write")
-    show(f"two-layer-run.json's first {fresh['stories']} stories of seed {fresh['seed']} "
-         f"trained again, bit for bit ({given_layer.GIVEN})\n")
+def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratch))):
+    """--check of two-layer-run.json and from-scratch-run.json (or of runs, (path, way) pairs):
+    the first given_layer.PREFIX batches of each trained again."""
+    for path, way in runs:
+        name, then = os.path.basename(path), ("run --from-scratch --write" if way
+                                              else "run --layers 2 --write")
+        recorded = read_json(path, "a recorded two-layer run", then=then).get("prefix")
+        if not isinstance(recorded, dict) or "seed" not in recorded:
+            raise ValueError(f"{name} holds no recorded prefix: {then}")
+        fresh = given_layer.train_model(recorded["seed"], batches=given_layer.PREFIX,
+                                        way=way)["prefix"]
+        if fresh != recorded:
+            return fail(f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']} "
+                        f"differ from a fresh run: {then}")
+        show(f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']} trained again, "
+             f"bit for bit ({way.LEARNED if way else given_layer.GIVEN})\n")
+    return 0
+
+
+def _from_scratch_seed(seed):
+    """A seed's from-scratch run and its prefix, from a process of the pool."""
+    record, model = from_scratch.run(seed, progress=lambda stories, loss: note(
+        f"seed {seed}, {stories} stories: loss {loss}"))
+    return record, model["prefix"]
+
+
+def _from_scratch(args):
+    """--from-scratch: check the record, train one seed, or record them all."""
+    check_stdout()
+    if args.check:
+        return _check_two_layers([(SCRATCH_RUN_PATH, from_scratch)])
+    if not args.write:
+        record = _from_scratch_seed(SEED if args.seed is None else args.seed)[0]
+        show(f"({from_scratch.LEARNED})\n" + two_layer_table([record], ("from scratch",)))
+        return 0
+    records, prefix = [], None
+    for record, trained in _pooled(_from_scratch_seed, given_layer.SEEDS, workers=3):
+        records.append(record)    # each recorded as it ends: a run stopped keeps them
+        prefix = trained if record["seed"] == SEED else prefix
+        write_atomic(SCRATCH_RUN_PATH, to_json({
+            "learned": from_scratch.LEARNED, "batch": given_layer.BATCH,
+            "learning_rate": given_layer.LEARNING_RATE, "rates": from_scratch.RATES,
+            "places": from_scratch.PLACES, "d_model": given_layer.D_MODEL,
+            "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
+        show(f"wrote seed {record['seed']} in from-scratch-run.json\n")
     return 0
 
 

@@ -12,8 +12,9 @@ class Adam:
     """Adam, its learning rate falling linearly to 0 over steps; mean_grad and mean_sq_grad hold
     the running means of each weight's gradient and of its square."""
 
-    def __init__(self, params, steps, learning_rate=LEARNING_RATE):
-        self.steps, self.learning_rate, self.t = steps, learning_rate, 0
+    def __init__(self, params, steps, learning_rate=LEARNING_RATE, rates=None):
+        """rates: {name: its own learning rate} for weights that learn at another."""
+        self.steps, self.learning_rate, self.t, self.rates = steps, learning_rate, 0, rates or {}
         self.mean_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
         self.mean_sq_grad = {name: [[0.0] * len(row) for row in m] for name, m in params.items()}
 
@@ -22,10 +23,11 @@ class Adam:
         start at zero; grads[name] a matrix, or {row: its gradient} (E's). A row of no or zero
         gradient is left as it is, running means and all (lazy, as PyTorch's SparseAdam)."""
         self.t += 1
-        lr = self.learning_rate * (1 - (self.t - 1) / self.steps)
+        fall = 1 - (self.t - 1) / self.steps
         (b1, b2), (a1, a2) = BETAS, (1 - BETAS[0], 1 - BETAS[1])    # a: the new gradient's share
         c1, c2 = 1 - b1 ** self.t, 1 - b2 ** self.t
         for name, grad in grads.items():
+            lr = self.rates.get(name, self.learning_rate) * fall
             rows = grad.items() if isinstance(grad, dict) else enumerate(grad)   # {row: gradient}
             for i, g_row in rows:
                 if not any(g_row):

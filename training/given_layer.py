@@ -152,11 +152,11 @@ def loss_and_grads_fast(params, prompt, answer):
     return -math.log(probs[answer]), grads
 
 
-def batch_grads(params, batch):
+def batch_grads(params, batch, loss_and_grads=loss_and_grads_fast):
     """(mean loss, mean gradient) of the batch's (ids, colour) pairs; E's as {token id: row}."""
     losses, total = [], {}
     for ids, colour in batch:
-        loss, grads = loss_and_grads_fast(params, ids, colour)
+        loss, grads = loss_and_grads(params, ids, colour)
         losses.append(loss)
         for name, grad in grads.items():
             if name == "E":
@@ -172,11 +172,12 @@ def batch_grads(params, batch):
     return fsum(losses) / len(losses), mean
 
 
-def train_model(seed, count=STORIES, batches=None, progress=None, watch=()):
+def train_model(seed, count=STORIES, batches=None, progress=None, watch=(), way=None):
     """The model trained on count stories of seed, or their first batches alone; progress(stories,
     mean_loss) at each loss recorded; every CURVE_EVERY stories, how many of the stories watch
-    it answers, in "curve". Raises TypeError unless seed is an int, ValueError unless count is an
-    int of at least BATCH and batches None or an int of at least 1."""
+    it answers, in "curve". way: from_scratch, whose model is trained instead (its init_params,
+    loss_and_grads, RATES, predict and curve_point). Raises TypeError unless seed is an int,
+    ValueError unless count is an int of at least BATCH and batches None or an int of at least 1."""
     checks.check_seed(seed)
     if type(count) is not int or count < BATCH or batches is not None and (
             type(batches) is not int or batches < 1):
@@ -185,13 +186,15 @@ def train_model(seed, count=STORIES, batches=None, progress=None, watch=()):
     steps = count // BATCH
     pairs = training_pairs(seed, (batches or steps) * BATCH, held_out(seed))   # the first ones
     tokenizer = training_tokenizer()
-    params = init_params(len(tokenizer.vocab), seed, D_MODEL, D_HEAD, given=True)
-    adam = Adam(params, steps, LEARNING_RATE)
+    params = (way.init_params(len(tokenizer.vocab), seed) if way else
+              init_params(len(tokenizer.vocab), seed, D_MODEL, D_HEAD, given=True))
+    adam = Adam(params, steps, LEARNING_RATE, way.RATES if way else {})
     losses, recent, prefix_weights, curve = [], [], None, []   # under PREFIX batches: no weights
     model = {"tokenizer": tokenizer, "params": params, "losses": losses, "layers": 2,
              "curve": curve}
     for step in range(1, (batches or steps) + 1):
-        loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH])
+        loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH],
+                                  *([way.loss_and_grads] if way else []))
         adam.step(params, grads)
         recent.append(loss)
         if step == PREFIX:      # sha256 of each weight's shortest exact text: equal, same bits
@@ -203,7 +206,8 @@ def train_model(seed, count=STORIES, batches=None, progress=None, watch=()):
             if progress:
                 progress(step * BATCH, losses[-1]["mean_loss"])
         if watch and step * BATCH % CURVE_EVERY == 0:
-            curve.append({"stories": step * BATCH, "correct": correct(model, {0: watch})[0]})
+            curve.append({"stories": step * BATCH, **(way.curve_point(model, watch) if way else
+                                                       {"correct": correct(model, {0: watch})[0]})})
     return {**model, "prefix": {"seed": seed, "stories": PREFIX * BATCH, "losses": losses[:1],
                                 "weights": prefix_weights}}
 

@@ -59,12 +59,12 @@ answer about an unseen object 59)'
         f"{result['same_for_an_unseen_object']})" for kind, result in record["cannot"].items())
 
 
-def two_layer_table(records):
-    """The seeds' correct answers on every set, two layers beside one, in Markdown."""
-    kinds = list(records[0]["two layers"])
-    lines = ["| set | " + " | ".join(f"seed {r['seed']}: two layers | one layer" for r in records)
-             + " |", "|---" * (1 + 2 * len(records)) + "|"]
-    for kind in kinds:
-        lines.append(f"| {kind} | " + " | ".join(f"{r['two layers'][kind]} | {r['one layer'][kind]}"
-                                                for r in records) + " |")
+def two_layer_table(records, models=("two layers", "one layer")):
+    """The seeds' correct answers on every set, a column for each of models (keys of a record: two
+    layers beside one), in Markdown."""
+    lines = ["| set | " + " | ".join(f"seed {r['seed']}: " + " | ".join(models) for r in records)
+             + " |", "|---" * (1 + len(models) * len(records)) + "|"]
+    for kind in records[0][models[0]]:
+        lines.append(f"| {kind} | " + " | ".join(str(r[m][kind]) for r in records for m in models)
+                     + " |")
     return "\n".join(lines) + "\n"
