@@ -42,13 +42,13 @@ LEARNED = ("both layers learned from scratch: layer 1's weights from place alone
            f"{PLACES} tokens before each row, and a next-token loss read from layer 1's output")
 
 
-def init_params(vocab_size, seed):
+def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD):
     """two_layers.init_params(…, given=True), then B1 (1, PLACES) at zero and A (d_model, N) from
     uniform(−INIT_SCALE, INIT_SCALE), of its own draws."""
-    params = given_params(vocab_size, seed, D_MODEL, D_HEAD, given=True)
+    params = given_params(vocab_size, seed, d_model, d_head, given=True)
     rng = random.Random(f"aux {seed}")
     params.update(B1=[[0.0] * PLACES],
-                  A=[[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in NEXT] for _ in range(D_MODEL)])
+                  A=[[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in NEXT] for _ in range(d_model)])
     return params
 
 
@@ -90,7 +90,8 @@ def forward(params, ids):
 
 
 def loss_and_grads(params, prompt, answer):
-    """The loss on one prompt, and its gradient for every parameter (E's as {token id: row})."""
+    """The loss on one prompt of 2 tokens or more (a story and its question), and its gradient
+    for every parameter (E's as {token id: row})."""
     fw = forward(params, prompt)
     x1, weights, classes = fw["x1"], fw["row"]["weights"][0], next_classes()
     probs = softmax_row(fw["logits"])

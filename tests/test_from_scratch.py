@@ -1,0 +1,88 @@
+"""Both layers learned from scratch (training/from_scratch.py): layer 1's weights from place alone,
+the hand-written backward of both losses against central differences, B1's own learning rate, the
+record of seeds 1 to 3 and the README's figures from it, and the door's refusals."""
+
+import math
+import os
+import random
+import unittest
+
+from attention import softmax_row
+from common.gradcheck import central_differences, max_err
+from common.safe_io import read_json
+from tests.helpers import GRAD_TOLERANCE, HERE, MessageAssertions, run_script
+from training import from_scratch, given_layer
+from training.adam import Adam
+from training.stories import COLOURS
+
+SEED = 20261204
+RUN = os.path.join(HERE, "training", "from-scratch-run.json")
+
+
+class FromScratch(MessageAssertions, unittest.TestCase):
+
+    def test_layer_1_reads_the_four_places_before_each_row_by_their_distance_alone(self):
+        bias = [2.0, 1.0, 0.5, -1.0]
+        self.assertEqual(from_scratch.layer_1_row(bias, 0), ([0], [1.0]))
+        for i in range(1, 9):
+            with self.subTest(row=i):
+                places, weights = from_scratch.layer_1_row(bias, i)
+                self.assertEqual(places, list(range(max(0, i - 4), i)))
+                self.assertAlmostEqual(sum(weights), 1.0, delta=1e-15)
+                self.assertEqual(weights, softmax_row([bias[i - j - 1] for j in places]))
+        self.assertEqual(from_scratch.layer_1_weights({"B1": [bias]}),
+                         from_scratch.layer_1_row(bias, 4)[1][::-1])
+        self.assertGreater(*from_scratch.layer_1_weights({"B1": [bias]})[:2])
+
+    def test_the_gradient_of_both_losses_matches_central_differences(self):
+        """Every parameter, B1 and the next-token head A among them, on prompts of 2, 3 and 7
+        tokens (the first row reads itself; later rows read up to four places back)."""
+        params = from_scratch.init_params(6, SEED, d_model=3, d_head=2)
+        rng = random.Random(SEED)
+        params["B1"] = [[rng.uniform(-1, 1) for _ in range(from_scratch.PLACES)]]
+        for prompt, answer in (([4, 0], 2), ([4, 1, 3], 5), ([3, 1, 4, 1, 5, 0, 2], 7)):
+            with self.subTest(prompt=prompt):
+                loss, grads = from_scratch.loss_and_grads(params, prompt, answer)
+                grads["E"] = [grads["E"].get(t, [0.0] * 3) for t in range(6)]
+
+                def total():
+                    fw = from_scratch.forward(params, prompt)
+                    classes = from_scratch.next_classes()
+                    rows = [-math.log(softmax_row(row)[classes[t]])
+                            for row, t in zip(fw["next"], prompt[1:])]
+                    return (-math.log(softmax_row(fw["logits"])[answer])
+                            + sum(rows) / len(rows))
+
+                self.assertAlmostEqual(loss, total(), delta=1e-12)
+                numeric = {name: central_differences(total, m) for name, m in params.items()}
+                self.assertEqual(sorted(numeric), sorted(grads))
+                self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
+
+    def test_layer_1s_biases_learn_at_their_own_rate_and_the_rest_at_adams(self):
+        """Adam's first step moves every weight with a gradient by its learning rate (m̂/√ŝ = ±1, but
+        for Adam's eps): B1 by 0.1, every other weight by 0.005."""
+        params = from_scratch.init_params(8, SEED, d_model=4, d_head=2)
+        before = {name: [row[:] for row in m] for name, m in params.items()}
+        _, grads = given_layer.batch_grads(params, [([1, 2, 3, 4, 5, 6], 3)],
+                                           from_scratch.loss_and_grads)
+        Adam(params, 10, given_layer.LEARNING_RATE, from_scratch.RATES).step(params, grads)
+        for name in ("B1", "Wv1", "A", "U"):
+            moved = [abs(a - b) for r, s in zip(params[name], before[name]) for a, b in zip(r, s)]
+            rate = from_scratch.RATES.get(name, given_layer.LEARNING_RATE)
+            self.assertAlmostEqual(max(moved), rate, delta=rate * 1e-4, msg=name)
+
+    def test_every_token_has_a_class_and_the_colours_are_theirs(self):
+        classes = from_scratch.next_classes()
+        vocab = given_layer.training_tokenizer().vocab
+        self.assertEqual(len(classes), len(vocab))
+        for colour in COLOURS:
+            self.assertEqual(classes[vocab.index(" " + colour)], COLOURS.index(colour))
+        self.assertEqual(classes[vocab.index(" is")], from_scratch.NEXT.index("is"))
+
+    def test_the_door_takes_seed_write_or_check_alone(self):
+        for args, dropped in ((["--steps", "3"], "--steps"), (["--layers", "2"], "--layers"),
+                              (["--write", "--seed", "2"], "--seed"),
+                              (["--story", "the ball is"], "--story")):
+            with self.subTest(args=args):
+                self.assertOneLineError(run_script("train_attention.py", "--from-scratch", *args),
+                                        f"drop {dropped}")
