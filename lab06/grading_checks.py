@@ -11,11 +11,10 @@ from attention import matmul
 from lab06 import lab as lab06
 from lab06.compare import came, diagnose, dict_problem, like, mismatch, number_text, row_mismatch
 from lab06.head import attend, attention, masked_softmax
-from lab06.mistakes import (DIGITS_LOST, FINITE_FILL, HIGH_FILL, answer_mistakes,
-                            finite_stand_in, hinted, large_scores, masked_score_mistakes, no_shift,
-                            on_the_lab_head, output_mistakes, refused_shape, score_mistakes,
-                            shift_not_largest, shift_over_blocked, softmax_row_mistakes,
-                            weight_mistakes)
+from lab06.mistakes import (DIGITS_LOST, FINITE_FILL, HIGH_FILL, answer_mistakes, finite_stand_in,
+                            hinted, large_scores, masked_score_mistakes, no_shift, on_the_lab_head,
+                            output_mistakes, refused_shape, score_mistakes, shift_not_largest,
+                            shift_over_blocked, softmax_row_mistakes, weight_mistakes)
 
 ARGUMENTS = {"matmul": ("left", "right"), "masked_softmax": ("scores", "allowed"),
              "attention": ("Q", "K", "V", "allowed")}
@@ -36,10 +35,9 @@ def _edit_problem(function, reply):
 
 def _softmax_edits(learner):
     """The hint when masked_softmax edits the row it is given: attention's own rows change too."""
-    if _edit_problem("masked_softmax", learner.call("masked_softmax", *SOFTMAX_PROBE)):
-        return ("masked_softmax edits the scores it is given (masked_softmax(scores, allowed) "
-                "changed scores): the rows attention hands it change with it; work on a copy")
-    return None
+    return _edit_problem("masked_softmax", learner.call("masked_softmax", *SOFTMAX_PROBE)) and (
+        "masked_softmax edits the scores it is given (masked_softmax(scores, allowed) changed "
+        "scores): the rows attention hands it change with it; work on a copy")
 
 
 def _same_answer(learner, function, reply):
@@ -227,9 +225,8 @@ def _drawn_heads(learner, heads, seed):
 
 
 def lab_checks(seed=0):
-    """[(name, check)] for the lab's own head, in the order of the computation, then the
-    interventions, the rejections and the optional checks; three also take cases drawn from seed,
-    whose names do not depend on it."""
+    """[(name, check)] for the lab's head: the computation in its order, then the interventions, the
+    rejections and the optional checks; three also draw cases from seed, named alike for any."""
     q, k, v, allowed = lab = lab06.projected()
     fresh = drawn(seed)
     want = _want(lab)
@@ -325,13 +322,11 @@ def lab_checks(seed=0):
             ("2 rows for 3 queries", (q, k, v, [[True, False], [True, True]])),
             ("a row of 2 for 3 sources", (q, k, v, [[True, False, False], [True, True],
                                                     [True, True, True]])),
-            ("4 rows for 3 queries", (q, k, v, [[True, False, False], [True, True, False],
-                                                [True, True, True], [True, True, True]])),
+            ("4 rows for 3 queries", (q, k, v, allowed + [[True, True, True]])),
             ("a row of 4 for 3 sources", (q, k, v, [[True, False, False, False],
                                                     [True, True, False], [True, True, True]]))]),
-        rejects("a mask entry that is not a bool", (q, k, v, [[True, False, False],
-                                                             [1, True, False],
-                                                             [True, True, True]]), True),
+        rejects("a mask entry that is not a bool",
+                (q, k, v, [[True, False, False], [1, True, False], [True, True, True]]), True),
         rejects("a row with every source blocked", (q, k, v, [[True, False, False], [False] * 3,
                                                              [True, True, True]])),
         *(not_finite(name) for name in "QKV"),
