@@ -1,7 +1,6 @@
 """Lab 06's grader, the mistakes learners make: for each intermediate of a head (q (T, d), k (S, d),
 v (S, d_v), allowed (T, S)), (mistake, make) pairs, make() the numbers that mistake gives, for
-diagnose (compare.py); and hints for what a call raised. A hint reads "<problem>; this looks
-like: <mistake>".
+diagnose (compare.py); and hints for what a call raised: "<problem>; this looks like: <mistake>".
 """
 
 import math
@@ -59,6 +58,7 @@ def answer_mistakes(q, k, v, allowed):
     ]
 
 
+TRANSPOSED = "the mask is read as allowed[j][i]: the row is the query, the column the source"
 INVERTED = "the mask's polarity is inverted: allowed[i][j] True means query i MAY read source j"
 DIGITS_LOST = ("the weights lose digits near −1e10: the difference of two numbers near 1e10 (a "
                "score less a log-sum-exp, say) keeps only about 6 digits; subtract the largest "
@@ -79,8 +79,7 @@ def masked_score_mistakes(scores, allowed):
     return [
         (ZERO_FILL, lambda: masked(lambda i, j: allowed[i][j], 0.0)),
         (INVERTED, lambda: masked(lambda i, j: not allowed[i][j])),
-        ("the mask is read as allowed[j][i]: the row is the query, the column the source",
-         lambda: masked(lambda i, j: square and allowed[j][i])),
+        (TRANSPOSED, lambda: masked(lambda i, j: square and allowed[j][i])),
         ("the mask is not applied: a blocked score must be −∞", lambda: scores),
         ("the masked scores were shifted in place: masked_softmax subtracted the row's largest "
          "score from the list it was given, attention's own; work on a copy",
@@ -90,8 +89,7 @@ def masked_score_mistakes(scores, allowed):
 
 
 def finite_stand_in(got, scores, allowed):
-    """The mistake when got is scores masked with one finite number (with the polarity inverted
-    too), else None."""
+    """The mistake when got is scores masked with one finite number (mask inverted too), or None."""
     inverted = _stand_in(got, scores, [[not ok for ok in row] for row in allowed])
     return _stand_in(got, scores, allowed) or (inverted and f"{INVERTED}; and {inverted}")
 
@@ -135,8 +133,7 @@ def weight_mistakes(q, k, v, allowed):
         ("a blocked score stood in for by a finite number (such as −1e9), which wins once the "
          "allowed scores are lower still: use −∞", lambda: weights(blocked_score=-1e9)),
         (INVERTED, lambda: weights(allowed=[[not ok for ok in row] for row in allowed])),
-        ("the mask is read as allowed[j][i]: the row is the query, the column the source",
-         lambda: weights(allowed=transpose(allowed))),
+        (TRANSPOSED, lambda: weights(allowed=transpose(allowed))),
         ("the mask given is ignored for a causal mask of its own: use allowed as it comes",
          lambda: weights(allowed=causal_mask(len(q)))),
     ] + [(f"the softmax is not taken of the scores returned: {mistake}",   # they passed first

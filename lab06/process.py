@@ -197,8 +197,7 @@ class LearnerProcess:
     def _kill_what_escaped(self):
         """Kill and reap what the file started: the runner's group and, below this process (a
         subreaper, where the orphans went), every process with the warden's command line, as the
-        runner and its forks have (the runner lets none of them start another program); at most
-        for START_LIMIT seconds."""
+        runner and its forks have (none may start another program), for START_LIMIT s at most."""
         with contextlib.suppress(OSError, AttributeError):
             os.killpg(self.runner, signal.SIGKILL)
         killed, deadline = set(), time.monotonic() + START_LIMIT
@@ -246,8 +245,7 @@ def project_inodes(path):
 
 
 def _text(value):
-    return str(value)[:300] if isinstance(value, (str, int)) and not isinstance(value, bool) \
-        else ""
+    return str(value)[:300] if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
 
 
 NOT_OWN = {"opened": "it opened {}, one of the project's own files and folders",
