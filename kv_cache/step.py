@@ -139,9 +139,8 @@ _FRESH_KV = "{'k': [], 'v': []}"
 
 class _Seal:
     """attention_step's own copy of each key and value row (made once, with the row) and of the
-    params (at the first step), which the next step compares kv with: == checks a pointer per
-    number while nothing changed, a tenth of a fingerprint's time at T = 256. A new seal each
-    step: a copy of kv taken between steps goes on from there."""
+    params (at the first step), which the next step compares kv with (== checks a pointer per number
+    while nothing changed). A new seal each step: a copy of kv taken between steps can go on."""
 
     def __init__(self, weights, k, v):
         self.weights, self.k, self.v = weights, k, v
@@ -170,8 +169,7 @@ def _check_step(params, x_t, kv):
 
 
 def _check_kv(kv, params):
-    """Raise unless kv is empty and params fit, or kv is sealed, unchanged, for these params;
-    return its seal."""
+    """kv's seal; raise unless kv is empty and params fit, or sealed unchanged for these params."""
     if type(kv) is not dict:
         raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
                         f"{type(kv).__name__}")

@@ -67,8 +67,7 @@ def _entries_problem(got, want, where, blocked=None, blocked_value=None):
 
 
 def mismatch(got, want, what, blocked=None, blocked_value=None):
-    """None when got is want within TOLERANCE (exactly blocked_value where blocked), else the
-    first difference, counted from 1.
+    """got's first difference from want beyond TOLERANCE (not blocked_value where blocked), or None.
 
     >>> mismatch([[1.0, 0.25]], [[1.0, 0.5]], "weights")
     'weights row 1, column 2: expected 0.5 (1/2), got 0.25 (1/4)'
@@ -108,8 +107,7 @@ def like(got, matrix):
 
 
 def diagnose(got, want, mistakes):
-    """The mistake, of (mistake, make) pairs, whose make() got matches and want does not (each,
-    numbered, when several do), or None."""
+    """The mistake whose make() got matches and want does not (several: each numbered), or None."""
     found = []
     for mistake, make in mistakes:
         try:

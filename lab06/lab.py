@@ -1,11 +1,10 @@
-"""Lab 06's head and its experiments, the library perturb_attention.py and the grader share; it
-prints nothing. The head: X = [[1, 0], [0, 1], [1, 1]], WQ = I, WK = c·I with c = √2·ln 2 (every
-score a multiple of ln 2), WV = [[2, 0], [0, 4]], a causal mask; one head, after projection only.
-A run starts from fresh copies of Q, K, V and the mask, makes its changes (positions counted from
-1) around one call of `attend`, the core the lesson's layer uses, and is passed along, never run
-again: lab() and experiment() return a record beside its runs, and cases() makes the views' maps
-of them. Row indices in a record are 0-based, as the lab's spec fixes them, each list beside its
-labels counted from 1 (a₃, z₃).
+"""Lab 06's head and its experiments; it prints nothing. The head: X = [[1, 0], [0, 1], [1, 1]],
+WQ = I, WK = c·I with c = √2·ln 2 (every score a multiple of ln 2), WV = [[2, 0], [0, 4]], a causal
+mask; one head, after projection only. A run starts from fresh copies of Q, K, V and the mask, makes
+its changes (positions counted from 1) around one call of `attend`, the core the lesson's layer
+uses, and is passed along, never run again: lab() and experiment() return a record beside its runs,
+and cases() makes the views' maps of them. Row indices in a record are 0-based, as the lab's spec
+fixes them, each list beside its labels counted from 1 (a₃, z₃).
 """
 
 import math
