@@ -6,6 +6,7 @@ denominator at most 100; ln 2 and c are irrational and so is their ratio, so equ
 equal numbers. Left out: any other irrational (√2 alone, e), and expressions (1/2 + 1/4).
 """
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -51,12 +52,8 @@ def written(x, units=()):
     return f"{fraction}{joiner}{unit}"
 
 
-def in_ln2(x):
-    return written(x, ["ln 2"])
-
-
-def in_c(x):
-    return written(x, ["c"])
+in_ln2 = functools.partial(written, units=["ln 2"])     # x in ln 2 where it is a small multiple
+in_c = functools.partial(written, units=["c"])          # x in c where it is a small multiple
 
 
 # A coefficient (1.5, 3/2, .5), then a unit (ln 2, ln2, c), maybe divided: "ln 2/2".

@@ -133,9 +133,8 @@ def baseline(head=HEAD):
 
 
 def _baseline_of(first):
-    return {"Q": first["q"], "K": first["k"], "V": first["v"], "scores": first["scores"],
-            "masked_scores": first["masked_scores"], "weights": first["weights"],
-            "output": first["output"]}
+    return {"Q": first["q"], "K": first["k"], "V": first["v"],
+            **{key: first[key] for key in ("scores", "masked_scores", "weights", "output")}}
 
 
 def _compared(base, after):
