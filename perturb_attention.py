@@ -294,9 +294,7 @@ def main(argv=None):
         parser.error(f"--write and --check work on the recorded file alone; drop "
                      f"{', '.join(_flags(args.changes))}")
     _refuse_conflicts(parser, args)
-    if args.grade is not None:
-        return _grade(args)
-    return guarded(lambda: _run(args))
+    return _grade(args) if args.grade is not None else guarded(lambda: _run(args))
 
 
 def _head(args):
@@ -339,8 +337,7 @@ def _grade(args):
         grader.check_gradable(args.grade)
         return 0
 
-    status = guarded(prepare)
-    if status:
+    if status := guarded(prepare):
         return 2 if status == 1 else status    # Ctrl-C keeps its 130
     changes = args.changes or []
     own = args.head is not None or args.values is not None or changes
