@@ -93,8 +93,7 @@ def _encoded(tokenizer, text, which):
 
 
 def _answered(model, ids, row, logits):
-    tokenizer = model["tokenizer"]
-    return {"answer": answer_of(logits), "tokens": [tokenizer.vocab[t] for t in ids],
+    return {"answer": answer_of(logits), "tokens": [model["tokenizer"].vocab[t] for t in ids],
             "weights": row["weights"][0], "logits": logits}
 
 
@@ -303,7 +302,6 @@ def _share_text(share):
 
 def patch_table(result):
     """The patching result as aligned text: a row per position, a column per q, k, v."""
-    labels = token_labels([p["token"] for p in result["positions"]])
     rows = [[_share_text(p[name]) for name in PATCHED] for p in result["positions"]]
     difference = result["logit_difference"]
     return (f"clean answer {result['clean_answer']!r}, corrupted answer "
@@ -311,8 +309,8 @@ def patch_table(result):
             f"{difference['clean']:.4f} in the clean run, {difference['corrupted']:.4f} in the "
             f"corrupted\nthe share of it each clean vector restores in the corrupted run (1: all, "
             f"0: none; rows: the corrupted story's tokens):\n"
-            + text_table([f"{p['position']} {label}" for p, label in
-                          zip(result["positions"], labels)], list(PATCHED), rows)
+            + text_table(numbered_labels([p["token"] for p in result["positions"]]),
+                         list(PATCHED), rows)
             + f"\nthe question's mixed row: {_share_text(result['mixed'])}\n")
 
 
@@ -334,8 +332,7 @@ def patch_svg(result):
 
 
 def intervention_table(before, after, marked, whose="the question's"):
-    """The answer and whose weights (the question's, or layer 2's) before → after; marked: {index:
-    what was done}."""
+    """The answer and whose weights (the question's, layer 2's) before → after; marked {i: what}."""
     rows = [[b, a] for b, a in zip(before["weights"], after["weights"])]
     return (f"answer: {before['answer']!r} → {after['answer']!r}\n"
             f"{whose} weight on each token, before → after:\n"
