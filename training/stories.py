@@ -279,11 +279,8 @@ def _drawn(seed):
     seen = {s.text for s in train}
     tests = {}
     for kind in HELD_OUT:
-        if kind == "shifted":
-            tests[kind] = [s._replace(text=f"{SHIFTING_SENTENCE} {s.text}")
-                           for s in tests["plain"]]
-            continue
-        tests[kind] = distinct(lambda: held_out_story(rng, kind), seen)
+        tests[kind] = ([s._replace(text=f"{SHIFTING_SENTENCE} {s.text}") for s in tests["plain"]]
+                       if kind == "shifted" else distinct(lambda: held_out_story(rng, kind), seen))
     return tuple(train), {kind: tuple(test) for kind, test in tests.items()}
 
 
@@ -396,8 +393,7 @@ def make_tokenizer(words):
     """bpe.train over ALPHABET on words, each with and without its leading space, until no pair
     is left: every word is one token (a colour one prediction), any other word pieces."""
     text = "\n".join(words) + "\n" + "".join(" " + word for word in words)
-    learned = train_tokenizer(text, 100_000)
-    return Tokenizer(ALPHABET, learned.merges)
+    return Tokenizer(ALPHABET, train_tokenizer(text, 100_000).merges)
 
 
 @functools.lru_cache(maxsize=None)
@@ -408,8 +404,7 @@ def training_tokenizer():
 
 def encode_question(tokenizer, text):
     """story_ids of a story. Raises TypeError for a text that is not a str, ValueError for a
-    character outside ALPHABET, a text that does not end with its question (" is") or one over
-    MAX_TOKENS tokens."""
+    character outside ALPHABET, an end that is no question (" is") or over MAX_TOKENS tokens."""
     if not isinstance(text, str):
         raise TypeError(f"a story must be a str, got {type(text).__name__}")
     position = next((n for n, ch in enumerate(text, 1) if ch not in ALPHABET), None)
