@@ -197,8 +197,7 @@ def _refuse_conflicts(parser, args):
     if args.scaffold is not None:
         if args.grade is not None:
             parser.error("--scaffold and --grade are two steps: run one, then the other")
-        extras = given + _flags(changes)
-        if extras:
+        if extras := given + _flags(changes):
             parser.error(f"--scaffold writes a starter file and takes nothing else; drop "
                          f"{', '.join(extras)}")
     views = [flag for flag in given if flag in ("--table", "--svg", "--html", "--export")]

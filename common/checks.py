@@ -339,8 +339,7 @@ def check_params(params):
     if type(params) is not dict:    # a subclass could hand the check one matrix, the layer another
         raise TypeError(f"params must be a dict with Wq, Wk, Wv and Wo, "
                         f"got {type(params).__name__}")
-    missing = [name for name in ("Wq", "Wk", "Wv", "Wo") if name not in params]
-    if missing:
+    if missing := [name for name in ("Wq", "Wk", "Wv", "Wo") if name not in params]:
         raise ValueError(f"params must have Wq, Wk, Wv and Wo, missing {', '.join(missing)}")
     d_model, d_head = check_matrix("Wq", params["Wq"])
     for name in ("Wk", "Wv"):
@@ -431,8 +430,7 @@ def check_sealed(cache, keys, made_by, advice):
     """Raise unless cache is a dict made_by returned, unchanged since; advice ends the message."""
     if type(cache) is not dict:
         raise ValueError(f"cache must be the dict {made_by} returned, got {type(cache).__name__}")
-    missing = [key for key in keys + ("seal",) if key not in cache]
-    if missing:
+    if missing := [key for key in keys + ("seal",) if key not in cache]:
         raise ValueError(f"cache must be the dict {made_by} returned; it has no "
                          f"{', '.join(missing)}")
     seal = cache["seal"]

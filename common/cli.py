@@ -27,9 +27,8 @@ ASCII_SPELLING = {"−": "-", "∞": "inf", "·": "*", "…": "...", "√": "sqr
 
 def _spelled(error):
     """The codec error handler "spelled": ASCII_SPELLING, else plain letters (ŝ as s), else ?."""
-    text = error.object[error.start:error.end]
     return "".join(ASCII_SPELLING.get(ch) or unicodedata.normalize("NFKD", ch).encode(
-        "ascii", "ignore").decode() or "?" for ch in text), error.end
+        "ascii", "ignore").decode() or "?" for ch in error.object[error.start:error.end]), error.end
 
 
 codecs.register_error("spelled", _spelled)
@@ -132,8 +131,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         if message.startswith("the following arguments are required"):
-            unknown = self._unknown_options()
-            if unknown:             # the typo is why the required one seems missing
+            if unknown := self._unknown_options():   # a typo is why the required one seems missing
                 message = f"unrecognized arguments: {' '.join(unknown)}"
         if message.startswith("unrecognized arguments: -"):
             message += self._hint(message.split()[2].split("=", 1)[0])

@@ -151,8 +151,7 @@ def check_model(model, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):
     if not isinstance(model, dict):
         raise TypeError(f"model must be the dict train_model returns, with a tokenizer and params, "
                         f"got {type(model).__name__}")
-    missing = [key for key in ("tokenizer", "params") if key not in model]
-    if missing:
+    if missing := [key for key in ("tokenizer", "params") if key not in model]:
         raise TypeError(f"model must be the dict train_model returns: it has no "
                         f"{' and no '.join(missing)}")
     if not isinstance(model["tokenizer"], Tokenizer):
