@@ -86,9 +86,8 @@ def project_files(root=None):
     travels with the project, PROJECT_FILES, which `python3 -m common.shipped --write` writes
     from `git ls-files`. Everything else in the folder is the learner's. Raises ValueError when
     the list is missing, for then nothing says which files are the project's."""
-    path = os.path.join(root or HERE, PROJECT_FILES)
     try:
-        return _listed(read_text(path))
+        return _listed(read_text(os.path.join(root or HERE, PROJECT_FILES)))
     except FileNotFoundError:
         raise ValueError(f"{PROJECT_FILES} is missing: it lists the project's own files; "
                          f"download the folder again") from None

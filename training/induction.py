@@ -103,8 +103,7 @@ def forward(tokens, ablate=False):
     second, and the logits (T, V). ablate: layer 1's output is zeroed before the stream adds it."""
     x0 = embed(tokens)
     first = attention_forward(previous_token_head(), x0)
-    written = zeros(len(x0), D_MODEL) if ablate else first["out"]
-    x1 = add(x0, written)
+    x1 = add(x0, zeros(len(x0), D_MODEL) if ablate else first["out"])
     second = attention_forward(induction_head(), x1)
     x2 = add(x1, second["out"])
     return {"x0": x0, "first": first, "x1": x1, "second": second, "x2": x2,

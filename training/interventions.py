@@ -53,9 +53,8 @@ def projections(params, ids, rows):
 
 
 def question_row(params, vectors, allowed=None):
-    """(row, logits): attention_core of the question's query against every key and value
-    (allowed (T,) of bool: the sources it may read, all by default), and its logits (C,):
-    out = mixed·Wo, logits = out·U; of two layers, logits = (x1[T−1] + mixed·Wo2)·U."""
+    """(row, logits): attention_core of the question's query against every key and value (allowed
+    (T,) of bool: the sources it may read, all by default), and its logits (C,), as logits_of."""
     q, k, v = vectors["q"], vectors["k"], vectors["v"]
     row = attention_core(q[-1:], k, v, [allowed or [True] * len(k)])
     return row, logits_of(params, row["mixed"], vectors)
@@ -265,8 +264,7 @@ def both_swapped(s):
     """
     clean = question(s)
     swap = {s.colour: s.distractor, s.distractor: s.colour}
-    pattern = rf"\b({s.colour}|{s.distractor})\b"
-    return clean, re.sub(pattern, lambda m: swap[m.group()], clean)
+    return clean, re.sub(rf"\b({s.colour}|{s.distractor})\b", lambda m: swap[m.group()], clean)
 
 
 def example_evidence(model, s):

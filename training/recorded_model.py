@@ -49,9 +49,8 @@ def model_from_record(record, name="trained-model.json"):
 
 
 def check_weights(params, names, vocab, expected, wrong):
-    """Raise wrong(what is wrong) unless params holds the weights names and no other, each a
-    matrix of numbers of the shape expected({name: its shape}) gives it (vocab: the tokenizer's
-    size, said beside a wrong shape)."""
+    """Raise wrong(what is wrong) unless params holds the weights names and no other, each a matrix
+    of numbers of the shape expected({name: its shape}) gives it, vocab said beside a wrong one."""
     if not isinstance(params, dict) or sorted(params) != sorted(names):
         raise wrong(f"must hold the weights {', '.join(names)}")
     try:
