@@ -266,7 +266,7 @@ def main(argv=None):
         if dropped:
             parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 with --write or "
                          f"checks their record with --check: drop {', '.join(dropped)}")
-        return guarded(lambda: _from_scratch(args))
+        return guarded(lambda: _two_layers(args))
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
                    is None or f == "--seed" and answering] + ["--induction"] * args.induction + [
@@ -402,42 +402,50 @@ def _induction(seed, svg, as_json):
     return 0
 
 
-def _two_layer_seed(seed):
-    """A seed's two-layer run, its model's record and its prefix, from a process of the pool."""
-    record, model = given_layer.run(seed, progress=lambda stories, loss: note(
-        f"seed {seed}, {stories} stories: loss {loss}"))
-    return record, given_layer.model_record(model, seed), model["prefix"]
+def _two_layer_seed(seed, scratch=False):
+    """A seed's two-layer run (layer 1 given, or both layers from scratch), its prefix and its
+    model's record, from a process of the pool."""
+    record, model = (from_scratch if scratch else given_layer).run(
+        seed, progress=lambda stories, loss: note(f"seed {seed}, {stories} stories: loss {loss}"))
+    return record, model["prefix"], given_layer.model_record(model, seed)
 
 
 def _two_layers(args):
-    """--layers 2: answer from the recorded model, check, train one seed, or record them all."""
+    """--layers 2 or --from-scratch: answer from the recorded model (layer 1 given), check, train
+    one seed, or record them all."""
     check_stdout()
     if args.story is not None or args.export is not None or args.patch is not None:
         check_outputs([("--export", args.export, None), ("--svg", args.svg, None)])
         return _answer(args, recorded_model(layers=2))
+    scratch = args.from_scratch
+    path = SCRATCH_RUN_PATH if scratch else TWO_RUN_PATH
     if args.check:
-        return _check_two_layers()
+        return _check_two_layers([(path, from_scratch if scratch else None)])
     if not args.write:
-        record = _two_layer_seed(SEED if args.seed is None else args.seed)[0]
-        show(f"({given_layer.GIVEN})\n" + two_layer_table([record]))
+        record = _two_layer_seed(SEED if args.seed is None else args.seed, scratch)[0]
+        show(f"({from_scratch.LEARNED if scratch else given_layer.GIVEN})\n" + two_layer_table(
+            [record], ("from scratch",) if scratch else ("two layers", "one layer")))
         return 0
+    same = {"batch": given_layer.BATCH, "learning_rate": given_layer.LEARNING_RATE}
+    header = ({"learned": from_scratch.LEARNED, **same, "rates": from_scratch.RATES,
+               "places": from_scratch.PLACES} if scratch else {"given": given_layer.GIVEN, **same})
+    header.update(d_model=given_layer.D_MODEL, d_head=given_layer.D_HEAD)
     records, prefix = [], None
-    for record, model, trained in _pooled(_two_layer_seed, given_layer.SEEDS, workers=2):
+    for record, trained, model in _pooled(_two_layer_seed, given_layer.SEEDS, [scratch] * 3,
+                                          workers=3 if scratch else 2):
         records.append(record)    # each recorded as it ends: a run stopped keeps them
         if record["seed"] == SEED:
             prefix = trained
-            write_atomic(TWO_MODEL_PATH, to_json(model))
-        write_atomic(TWO_RUN_PATH, to_json({
-            "given": given_layer.GIVEN, "batch": given_layer.BATCH,
-            "learning_rate": given_layer.LEARNING_RATE, "d_model": given_layer.D_MODEL,
-            "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
-        show(f"wrote seed {record['seed']} in two-layer-run.json\n")
+            if not scratch:
+                write_atomic(TWO_MODEL_PATH, to_json(model))
+        write_atomic(path, to_json({**header, "prefix": prefix, "seeds": records}))
+        show(f"wrote seed {record['seed']} in {os.path.basename(path)}\n")
     return 0
 
 
 def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratch))):
-    """--check of two-layer-run.json and from-scratch-run.json (or of runs, (path, way) pairs):
-    the first given_layer.PREFIX batches of each trained again."""
+    """--check of two-layer-run.json and from-scratch-run.json (or of runs, (path, way) pairs,
+    way None for layer 1 given): the first given_layer.PREFIX batches of each trained again."""
     for path, way in runs:
         name, then = os.path.basename(path), ("run --from-scratch --write" if way
                                               else "run --layers 2 --write")
@@ -451,35 +459,6 @@ def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratc
                         f"differ from a fresh run: {then}")
         show(f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']} trained again, "
              f"bit for bit ({way.LEARNED if way else given_layer.GIVEN})\n")
-    return 0
-
-
-def _from_scratch_seed(seed):
-    """A seed's from-scratch run and its prefix, from a process of the pool."""
-    record, model = from_scratch.run(seed, progress=lambda stories, loss: note(
-        f"seed {seed}, {stories} stories: loss {loss}"))
-    return record, model["prefix"]
-
-
-def _from_scratch(args):
-    """--from-scratch: check the record, train one seed, or record them all."""
-    check_stdout()
-    if args.check:
-        return _check_two_layers([(SCRATCH_RUN_PATH, from_scratch)])
-    if not args.write:
-        record = _from_scratch_seed(SEED if args.seed is None else args.seed)[0]
-        show(f"({from_scratch.LEARNED})\n" + two_layer_table([record], ("from scratch",)))
-        return 0
-    records, prefix = [], None
-    for record, trained in _pooled(_from_scratch_seed, given_layer.SEEDS, workers=3):
-        records.append(record)    # each recorded as it ends: a run stopped keeps them
-        prefix = trained if record["seed"] == SEED else prefix
-        write_atomic(SCRATCH_RUN_PATH, to_json({
-            "learned": from_scratch.LEARNED, "batch": given_layer.BATCH,
-            "learning_rate": given_layer.LEARNING_RATE, "rates": from_scratch.RATES,
-            "places": from_scratch.PLACES, "d_model": given_layer.D_MODEL,
-            "d_head": given_layer.D_HEAD, "prefix": prefix, "seeds": records}))
-        show(f"wrote seed {record['seed']} in from-scratch-run.json\n")
     return 0
 
 

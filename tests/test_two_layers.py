@@ -29,23 +29,6 @@ SEED = 20261201
 
 class TwoLayers(unittest.TestCase):
 
-    def test_gradient_through_both_layers_and_the_stream_matches_central_differences(self):
-        """Embeddings -> layer 1 -> x0 + its out -> layer 2's question row -> x1[T−1] + its out
-        -> unembedding -> loss, on a prompt of 4 tokens with one repeated: every parameter of
-        both layers, E and U. E's gradient holds the prompt's rows only."""
-        params = two_layers.init_params(6, SEED, d_model=3, d_head=2)
-        prompt, answer = [4, 1, 4, 2], 5
-        _, grads = two_layers.loss_and_grads(params, prompt, answer)
-        self.assertEqual(sorted(grads["E"]), [1, 2, 4])
-        grads["E"] = [grads["E"].get(t, [0.0] * 3) for t in range(6)]
-
-        def loss():
-            return -math.log(softmax_row(two_layers.forward(params, prompt)["logits"])[answer])
-
-        numeric = {name: central_differences(loss, matrix) for name, matrix in params.items()}
-        self.assertEqual(sorted(numeric), sorted(grads))
-        self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
-
     def test_the_second_layers_question_row_is_its_whole_last_row_bit_for_bit(self):
         """forward computes layer 2 at the question alone and loss_and_grads only what reaches it:
         attention_forward of layer 2 on x1, and attention_backward with dLoss/d(out) zero but in
@@ -66,15 +49,16 @@ class TwoLayers(unittest.TestCase):
                     self.assertEqual(bits(grads[f"{name}2"]), bits(grad), name)
 
     def test_layer_n_of_seed_s_starts_from_the_seed_2s_plus_n_minus_1(self):
-        """Each layer's Wq, Wk, Wv and Wo are init_attention's for the seed 2s + n − 1, so seeds 0…4
-        give their two layers ten different starts."""
+        """Each layer's Wq, Wk, Wv and Wo (layer 1's Wv and Wo) are init_attention's for the seed
+        2s + n − 1, so seeds 0…4 give their two layers ten different starts."""
         starts = []
         for seed in range(5):
             params = two_layers.init_params(4, seed, 3, 2)
             for n in two_layers.LAYERS:
-                self.assertEqual(two_layers.layer(params, n),
-                                 init_attention(3, 2, 2 * seed + n - 1))
-                starts.append(str(params[f"Wq{n}"]))
+                drawn = init_attention(3, 2, 2 * seed + n - 1)
+                for name in ("Wv", "Wo") if n == 1 else drawn:     # layer 1 has no Wq1, Wk1
+                    self.assertEqual(params[f"{name}{n}"], drawn[name])
+                starts.append(str(params[f"Wv{n}"]))
         self.assertEqual(len(set(starts)), 10)
 
 
@@ -88,7 +72,7 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
     def test_given_layer_1_reads_the_two_tokens_before_each_place_and_learns_no_query(self):
         """Row i's weights are 1/2 on i − 2 and i − 1 (1 on place 0 in rows 0 and 1), and its mixed
         is given_weights·v bit for bit; there is no Wq1 or Wk1 to learn."""
-        params = two_layers.init_params(6, SEED, d_model=4, d_head=3, given=True)
+        params = two_layers.init_params(6, SEED, d_model=4, d_head=3)
         self.assertNotIn("Wq1", params)
         self.assertNotIn("Wk1", params)
         weights = two_layers.given_weights(5)
@@ -101,7 +85,7 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
 
     def test_given_layer_1s_gradient_matches_central_differences(self):
         """Every learned parameter, layer 1's value and output among them, on a prompt of 5."""
-        params = two_layers.init_params(6, SEED, d_model=3, d_head=2, given=True)
+        params = two_layers.init_params(6, SEED, d_model=3, d_head=2)
         prompt, answer = [4, 1, 4, 2, 0], 5
         _, grads = two_layers.loss_and_grads(params, prompt, answer)
 
@@ -115,7 +99,7 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
     def test_the_fast_variant_is_the_plain_loss_and_gradient_to_rounding(self):
         """loss_and_grads_fast regroups the same sums, so it may differ in the last bits only:
         within 1e-12 on gradients of size about 1 (a dropped term misses by far more)."""
-        params = two_layers.init_params(9, SEED, d_model=6, d_head=4, given=True)
+        params = two_layers.init_params(9, SEED, d_model=6, d_head=4)
         for prompt, answer in (([0], 2), ([0, 1], 3), ([3, 1, 4, 1, 5, 8, 2, 6], 7)):
             with self.subTest(prompt=prompt):
                 loss, grads = two_layers.loss_and_grads(params, prompt, answer)
@@ -131,7 +115,7 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
         rng = random.Random(SEED)
         batch = [([rng.randrange(12) for _ in range(rng.randint(3, 8))], rng.randrange(11))
                  for _ in range(given_layer.BATCH)]
-        params = two_layers.init_params(12, SEED, d_model=6, d_head=4, given=True)
+        params = two_layers.init_params(12, SEED, d_model=6, d_head=4)
         adam = Adam(params, 10, given_layer.LEARNING_RATE * 10)
         first, _ = given_layer.batch_grads(params, batch)
         for _ in range(10):
@@ -189,7 +173,7 @@ class LayerOneGiven(MessageAssertions, unittest.TestCase):
 
     def test_predict_answers_with_layer_2s_weights_and_refuses_a_one_layer_model(self):
         tokenizer = stories.training_tokenizer()
-        params = two_layers.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2, given=True)
+        params = two_layers.init_params(len(tokenizer.vocab), SEED, d_model=4, d_head=2)
         model = {"tokenizer": tokenizer, "params": params, "layers": 2}
         text = "mia has a red ball. the ball is"
         answer, weights = given_layer.predict(model, text)

@@ -187,7 +187,7 @@ def train_model(seed, count=STORIES, batches=None, progress=None, watch=(), way=
     pairs = training_pairs(seed, (batches or steps) * BATCH, held_out(seed))   # the first ones
     tokenizer = training_tokenizer()
     params = (way.init_params(len(tokenizer.vocab), seed) if way else
-              init_params(len(tokenizer.vocab), seed, D_MODEL, D_HEAD, given=True))
+              init_params(len(tokenizer.vocab), seed, D_MODEL, D_HEAD))
     adam = Adam(params, steps, LEARNING_RATE, way.RATES if way else {})
     losses, recent, prefix_weights, curve = [], [], None, []   # under PREFIX batches: no weights
     model = {"tokenizer": tokenizer, "params": params, "losses": losses, "layers": 2,

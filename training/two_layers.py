@@ -2,21 +2,20 @@
 names, where one layer answers the first colour. For a prompt of T tokens:
 
     x0     = E[ids] + position(0…T−1)                              (T, d_model), token + place
-    x1     = x0 + attention_forward(layer(params, 1), x0)["out"]   (T, d_model), the residual stream
+    x1     = x0 + previous_token_head(params, x0)["out"]          (T, d_model), the residual stream
     out2   = the second layer's question row on x1                 (1, d_model)
     logits = (x1[T−1] + out2)·U                                    (C,), a score for each colour
     loss   = −log softmax(logits)[colour]
 
-E starts at random, so that objects differ before training. Layer 1 may be GIVEN (given=True): a
-previous-token head, row i the mean of places max(i−2, 0) and max(i−1, 0); Wv1, Wo1 learned.
+E starts at random, so that objects differ before training. Layer 1 is GIVEN: a previous-token
+head, row i the mean of places max(i−2, 0) and max(i−1, 0), its Wv1 and Wo1 learned.
 """
 
 import math
 import random
 from math import fsum
 
-from attention import (add, attention_backward, attention_forward, init_attention, matmul,
-                       softmax_row, transpose)
+from attention import add, init_attention, matmul, softmax_row, transpose
 from common import checks
 from training.model import (INIT_SCALE, embed, embedding_grads, layer, question_row_backward,
                             question_row_forward)
@@ -26,9 +25,9 @@ LAYERS = (1, 2)                          # layer n's weights are Wq{n}, Wk{n}, W
 D_MODEL, D_HEAD = 32, 16                 # what train.py trains with layer 1 given
 
 
-def init_params(vocab_size, seed, d_model, d_head, given=False):
+def init_params(vocab_size, seed, d_model, d_head):
     """E (V, d_model) and U (d_model, C) from uniform(−INIT_SCALE, INIT_SCALE), and layer n's Wq …
-    Wo from init_attention of the seed 2·seed + n − 1; given: no Wq1 and Wk1 (layer 1 is set)."""
+    Wo from init_attention of the seed 2·seed + n − 1, but Wq1 and Wk1 (layer 1 is given)."""
     checks.check_seed(seed)
     rng = random.Random(seed)
     params = {"E": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in range(d_model)]
@@ -37,7 +36,7 @@ def init_params(vocab_size, seed, d_model, d_head, given=False):
                     for _ in range(d_model)]}
     for n in LAYERS:
         for name, matrix in init_attention(d_model, d_head, 2 * seed + n - 1).items():
-            if not (given and n == 1 and name in ("Wq", "Wk")):
+            if not (n == 1 and name in ("Wq", "Wk")):
                 params[f"{name}{n}"] = matrix
     return params
 
@@ -87,8 +86,7 @@ def forward(params, ids):
     """Every intermediate on a prompt: x0, x1 (T, d_model); first, layer 1's on x0; row and out2
     (1, d_model), layer 2's question row on x1; stream (1, d_model); the logits (C,)."""
     x0 = embed(params, ids)
-    first = (attention_forward(layer(params, 1), x0) if "Wq1" in params
-             else previous_token_head(params, x0))
+    first = previous_token_head(params, x0)
     x1 = add(x0, first["out"])                              # the residual stream after layer 1
     row, out2 = question_row_forward(layer(params, 2), x1)
     stream = add(x1[-1:], out2)                             # the stream's question row
@@ -111,10 +109,7 @@ def loss_and_grads(params, prompt, answer):
                                          d_stream)
     grads.update({f"{name}2": grad for name, grad in second.items()})
     # forward: x1 = x0 + layer 1's out; the residual passes d_x1 to x0 as it is
-    if "Wq1" in params:
-        first_grads, d_x0 = attention_backward(layer(params, 1), fw["x0"], fw["first"], d_x1)
-    else:
-        first_grads, d_x0 = previous_token_head_backward(params, fw["x0"], fw["first"], d_x1)
+    first_grads, d_x0 = previous_token_head_backward(params, fw["x0"], fw["first"], d_x1)
     for name, grad in first_grads.items():
         grads[f"{name}1"] = grad
     # forward: x0_i = E[prompt[i]] + position(i)
