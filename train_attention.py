@@ -405,8 +405,8 @@ def _induction(seed, svg, as_json):
 def _two_layer_seed(seed, scratch=False):
     """A seed's two-layer run (layer 1 given, or both layers from scratch), its prefix and its
     model's record, from a process of the pool."""
-    record, model = (from_scratch if scratch else given_layer).run(
-        seed, progress=lambda stories, loss: note(f"seed {seed}, {stories} stories: loss {loss}"))
+    record, model = given_layer.run(seed, progress=lambda stories, loss: note(
+        f"seed {seed}, {stories} stories: loss {loss}"), way=from_scratch if scratch else None)
     return record, model["prefix"], given_layer.model_record(model, seed)
 
 

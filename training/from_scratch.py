@@ -17,8 +17,6 @@ layer 1 for reading the tokens before each row before layer 2 has any use for th
 
 import math
 import random
-import sys
-import time
 from functools import lru_cache
 from math import fsum
 from operator import mul
@@ -164,14 +162,8 @@ def curve_point(model, watch):
             "layer_1_weights": [round(w, 4) for w in layer_1_weights(model["params"])]}
 
 
-def run(seed, count=STORIES, progress=None):
-    """(record, model): what from-scratch-run.json keeps of a seed, given_layer.run's record with
-    layer 1's weights at the end."""
-    tests = given_layer.held_out(seed)
-    start = time.perf_counter()
-    model = given_layer.train_model(seed, count, progress=progress, watch=tests["second object"],
-                                    way=sys.modules[__name__])     # this module's model
-    return {"seed": seed, "stories": count, "seconds": round(time.perf_counter() - start),
-            "from scratch": given_layer.correct(model, tests, predict),
-            "layer_1_weights": [round(w, 4) for w in layer_1_weights(model["params"])],
-            "losses": model["losses"], "second_object_curve": model["curve"]}, model
+def record(model, tests):
+    """What from-scratch-run.json keeps of a seed beside given_layer.run's: how many of each set
+    of tests model answers, and layer 1's weights at the end."""
+    return {"from scratch": given_layer.correct(model, tests, predict),
+            "layer_1_weights": [round(w, 4) for w in layer_1_weights(model["params"])]}

@@ -246,14 +246,16 @@ def correct(model, tests, answer=predict):
             for kind, test in tests.items()}
 
 
-def run(seed, count=STORIES, progress=None):
-    """(record, model): the correct answers on every set of held_out, beside one layer's."""
-    tests = held_out(seed)
+def run(seed, count=None, progress=None, way=None):
+    """(record, model): the correct answers on every set of held_out, beside one layer's; or, with
+    way (from_scratch), the way's answers and layer 1's weights at the end (way.record)."""
+    tests, count = held_out(seed), count or (way.STORIES if way else STORIES)
     start = time.perf_counter()
-    model = train_model(seed, count, progress=progress, watch=tests["second object"])
+    model = train_model(seed, count, progress=progress, watch=tests["second object"], way=way)
     seconds = round(time.perf_counter() - start)
-    return {"seed": seed, "stories": count, "seconds": seconds,
-            "two layers": correct(model, tests),
-            "one layer": correct(one_layer_train.train_model(seed), tests, one_layer.predict),
+    found = way.record(model, tests) if way else {
+        "two layers": correct(model, tests),
+        "one layer": correct(one_layer_train.train_model(seed), tests, one_layer.predict)}
+    return {"seed": seed, "stories": count, "seconds": seconds, **found,
             "losses": model["losses"], "second_object_curve": model["curve"]}, model
 
