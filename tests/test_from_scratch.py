@@ -11,7 +11,7 @@ from attention import softmax_row
 from common.gradcheck import central_differences, max_err
 from common.safe_io import read_json
 from tests.helpers import GRAD_TOLERANCE, HERE, MessageAssertions, run_script
-from training import from_scratch, given_layer
+from training import from_scratch, given_layer, tables
 from training.adam import Adam
 from training.stories import COLOURS
 
@@ -59,8 +59,8 @@ class FromScratch(MessageAssertions, unittest.TestCase):
                 self.assertLess(max_err(grads, numeric), GRAD_TOLERANCE)
 
     def test_layer_1s_biases_learn_at_their_own_rate_and_the_rest_at_adams(self):
-        """Adam's first step moves every weight with a gradient by its learning rate (m̂/√ŝ = ±1, but
-        for Adam's eps): B1 by 0.1, every other weight by 0.005."""
+        """Adam's first step moves every weight with a gradient by its learning rate (the first
+        m/√s is ±1, but for Adam's eps): B1 by 0.1, every other weight by 0.005."""
         params = from_scratch.init_params(8, SEED, d_model=4, d_head=2)
         before = {name: [row[:] for row in m] for name, m in params.items()}
         _, grads = given_layer.batch_grads(params, [([1, 2, 3, 4, 5, 6], 3)],
@@ -86,3 +86,73 @@ class FromScratch(MessageAssertions, unittest.TestCase):
             with self.subTest(args=args):
                 self.assertOneLineError(run_script("train_attention.py", "--from-scratch", *args),
                                         f"drop {dropped}")
+
+
+def merged(record, given):
+    """Each seed's sets from scratch beside the same seed's with layer 1 given (two-layer-run)."""
+    beside = {seed["seed"]: seed["two layers"] for seed in given["seeds"]}
+    return [{"seed": seed["seed"], "from scratch": seed["from scratch"],
+             "layer 1 given": beside[seed["seed"]]} for seed in record["seeds"]]
+
+
+def curve_table(records):
+    """Each seed's second object and layer 1's weight one back, every CURVE_EVERY stories."""
+    lines = ["| stories | " + " | ".join(f"seed {r['seed']}: second object | one back"
+                                         for r in records) + " |",
+             "|---" * (1 + 2 * len(records)) + "|"]
+    for points in zip(*(r["second_object_curve"] for r in records)):
+        lines.append(f"| {points[0]['stories']:,} | " + " | ".join(
+            f"{p['correct']} | {p['layer_1_weights'][0]:.2f}" for p in points) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def listed(items):
+    """'a, b and c'."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
+
+
+@unittest.skipUnless(os.path.exists(RUN), "from-scratch-run.json is not recorded yet")
+class Record(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.record = read_json(RUN, "the from-scratch run")
+        cls.given = read_json(os.path.join(HERE, "training", "two-layer-run.json"), "the run")
+        with open(os.path.join(HERE, "training", "README.md"), encoding="utf-8") as f:
+            cls.readme = f.read()
+
+    def test_the_record_says_how_it_learned_and_holds_every_set_for_seeds_1_to_3(self):
+        self.assertEqual(self.record["learned"], from_scratch.LEARNED)
+        self.assertEqual((self.record["rates"], self.record["places"]),
+                         (from_scratch.RATES, from_scratch.PLACES))
+        self.assertEqual([seed["seed"] for seed in self.record["seeds"]], [1, 2, 3])
+        for seed in self.record["seeds"]:
+            self.assertEqual(list(seed["from scratch"]), list(self.given["seeds"][0]["two layers"]))
+            self.assertEqual(seed["stories"], from_scratch.STORIES)
+
+    def test_the_curve_keeps_every_curve_every_stories_up_to_the_final_model(self):
+        for seed in self.record["seeds"]:
+            curve = seed["second_object_curve"]
+            self.assertEqual([point["stories"] for point in curve],
+                             list(range(given_layer.CURVE_EVERY, seed["stories"] + 1,
+                                        given_layer.CURVE_EVERY)))
+            self.assertEqual(curve[-1]["correct"], seed["from scratch"]["second object"])
+            self.assertEqual(curve[-1]["layer_1_weights"], seed["layer_1_weights"])
+
+    def test_the_readme_quotes_the_recorded_tables(self):
+        self.assertIn(tables.two_layer_table(merged(self.record, self.given),
+                                             ("from scratch", "layer 1 given")), self.readme)
+        self.assertIn(curve_table(self.record["seeds"]), self.readme)
+
+    def test_the_readme_says_the_recorded_figures(self):
+        readme = " ".join(self.readme.split())
+        seeds = self.record["seeds"]
+        weights = [listed([f"{w:.2f}" for w in seed["layer_1_weights"]])
+                   + f" (seed {seed['seed']})" for seed in seeds]
+        self.assertIn(f"are {listed(weights)}.", readme)
+        self.assertIn(f"with {from_scratch.STORIES:,} stories a seed", readme)
+        took = listed([f"{seed['seconds']} s (seed {seed['seed']})" for seed in seeds])
+        self.assertIn(f"three at a time: {took}", readme)
+        reached = [next(p["stories"] for p in seed["second_object_curve"] if p["correct"] >= 57)
+                   for seed in seeds]
+        self.assertIn(f"reaches 57 at {listed([f'{n:,}' for n in reached])} stories", readme)
