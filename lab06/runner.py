@@ -288,12 +288,10 @@ def descendants(root):
         except (OSError, ValueError, IndexError):
             continue                      # it ended while we looked
         children.setdefault(parent, []).append(int(name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    found = [root]
+    for pid in found:           # the list grows as it is read: each child's children follow
+        found += children.get(pid, [])
+    return found[1:]
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT")   # the warden's, each a request to stop
@@ -337,8 +335,7 @@ def warden(requests, answers, path):
         report.write(f"runner {runner} {'subreaper' if subreaper else 'group'}\n")
         running = True
         while True:
-            ready = select.select([0], [], [], 0.02)[0]
-            if ready and not os.read(0, 64):
+            if select.select([0], [], [], 0.02)[0] and not os.read(0, 64):
                 break                     # the grader is done, or gone
             if running:
                 pid, status = os.waitpid(runner, os.WNOHANG)
@@ -405,8 +402,7 @@ def serve(path):
     answer({"id": 0, "started": True})
     module = None
     while True:
-        size = int.from_bytes(requests.read(4), "big")
-        if not size:
+        if not (size := int.from_bytes(requests.read(4), "big")):
             break
         request = marshal.loads(requests.read(size))
         if request["call"] == "import":

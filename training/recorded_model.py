@@ -42,9 +42,8 @@ def model_from_record(record, name="trained-model.json"):
         return {"E": (vocab, d_model), "U": (d_model, len(COLOURS)), "Wq": (d_model, d_head),
                 "Wk": (d_model, d_head), "Wv": (d_model, d_head), "Wo": (d_head, d_model)}
 
-    params = record["params"]
-    check_weights(params, PARAMS, vocab, expected, wrong)
-    return {"tokenizer": tokenizer, "params": params, "seed": record["seed"],
+    check_weights(record["params"], PARAMS, vocab, expected, wrong)
+    return {"tokenizer": tokenizer, "params": record["params"], "seed": record["seed"],
             "steps": record["steps"]}
 
 
