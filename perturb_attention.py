@@ -210,9 +210,8 @@ def _refuse_conflicts(parser, args):
         if not (args.table or args.svg is not None or args.export is not None):
             parser.error("--baseline goes with --table, --svg or --export: Part 1's tables, "
                          "maps or weights alone")
-        extras = [flag for flag in given if flag not in ("--table", "--svg", "--export", "--head",
-                                                         "--values", "--bug")] + _flags(changes)
-        if extras:
+        if extras := [flag for flag in given if flag not in (
+                "--table", "--svg", "--export", "--head", "--values", "--bug")] + _flags(changes):
             parser.error(f"--baseline prints Part 1's tables alone, the head before any change; "
                          f"drop {', '.join(extras)}")
     elif not changes and args.grade is None and not args.json and args.bug and not own:
@@ -233,9 +232,8 @@ def _refuse_conflicts(parser, args):
         parser.error(f"--seed draws the lab's own checks' fresh cases, and a head or change of "
                      f"your own draws none; drop --seed or {', '.join(own + _flags(changes))}")
     if args.grade is not None:
-        extras = views + ["--bug"] * bool(args.bug) + sorted(
-            {change.flag for change in changes if change.stage != "inputs"})
-        if extras:
+        if extras := views + ["--bug"] * bool(args.bug) + sorted(
+                {change.flag for change in changes if change.stage != "inputs"}):
             parser.error(f"--grade runs your attention on a head and its inputs and prints one "
                          f"line per check; drop {', '.join(extras)}")
     if args.predict is None and args.submission is not None:
@@ -373,8 +371,7 @@ def _run(args):
     head = _head(args)
     if head is HEAD and not changes and not (args.baseline or args.json or args.all or args.write
                                              or args.check):
-        drawn = [flag for flag in ("--svg", "--export") if getattr(args, flag[2:]) is not None]
-        if drawn:
+        if drawn := [flag for flag in ("--svg", "--export") if getattr(args, flag[2:]) is not None]:
             raise ValueError(f"{' and '.join(drawn)} of the lab's head would show its answers: "
                              f"add --baseline (Part 1), a change flag (see --table) or --all")
         if args.html is None:

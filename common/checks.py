@@ -82,8 +82,7 @@ def int_of(text):
     >>> int_of("-12")
     -12
     """
-    digits = len(text.lstrip("-"))
-    if digits > 309:
+    if (digits := len(text.lstrip("-"))) > 309:
         raise NotANumber(f"{text[:12]}… is an integer of {digits} digits, beyond float range "
                          f"(±{sys.float_info.max!r}, 309 digits)")
     return int(text)
@@ -175,8 +174,7 @@ def check_transpose(a):
     bools throughout (a mask)."""
     check_rows("transpose", a)
     check_entries("transpose's result", len(a), len(a[0]) if a else 0)
-    types = set(map(type, chain.from_iterable(a)))
-    if types <= PLAIN_NUMBERS or types == {bool}:
+    if (types := set(map(type, chain.from_iterable(a)))) <= PLAIN_NUMBERS or types == {bool}:
         return
     mask = type(a[0][0]) is bool if a[0] else False
     for i, row in enumerate(a):

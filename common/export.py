@@ -12,8 +12,7 @@ def attention_export(tokens, attention):
     every layer is a (T, T) matrix of finite weights for the T tokens."""
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         raise TypeError(f"tokens must be a list of token strings, got {tokens!r:.60}")
-    T = len(tokens)
-    if T == 0:
+    if (T := len(tokens)) == 0:
         raise ValueError("tokens is empty: expected at least one token")
     if not isinstance(attention, list) or not attention:
         raise TypeError("attention must be a non-empty list of layers, each a list of heads")

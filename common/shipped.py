@@ -38,14 +38,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     def run():
-        text = tracked()
-        if text is not None:
+        if (text := tracked()) is not None:
             return write_or_check(text, os.path.join(HERE, PROJECT_FILES), args.write, args.check)
         if args.write:
             return fail("--write needs a git checkout: the list is written from git ls-files")
-        missing = sorted(name for name in project_files() if not os.path.isfile(
-            os.path.join(HERE, name)))
-        if missing:
+        if missing := sorted(name for name in project_files() if not os.path.isfile(
+                os.path.join(HERE, name))):
             return fail(f"{len(missing)} listed files are missing, first {missing[0]}")
         show(f"every file {PROJECT_FILES} lists is here (no git checkout to compare with)\n")
         return 0

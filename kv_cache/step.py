@@ -173,8 +173,7 @@ def _check_kv(kv, params):
     if type(kv) is not dict:
         raise TypeError(f"kv must be a dict of keys and values, {_FRESH_KV} at the start, got "
                         f"{type(kv).__name__}")
-    missing = [name for name in ("k", "v") if name not in kv]
-    if missing:
+    if missing := [name for name in ("k", "v") if name not in kv]:
         raise ValueError(f"kv must have 'k' and 'v', {_FRESH_KV} at the start; it has no "
                          f"{', '.join(missing)}")
     for name in ("k", "v"):

@@ -27,8 +27,7 @@ def exact_form(x, units=()):
     if x == -math.inf:
         return x
     for unit in ("", *units):
-        fraction = exact_fraction(x / UNITS[unit] if unit else x)
-        if fraction is not None:
+        if (fraction := exact_fraction(x / UNITS[unit] if unit else x)) is not None:
             return fraction, unit
     return None
 
@@ -40,8 +39,7 @@ def written(x, units=()):
     >>> written(2 * math.log(2), ["ln 2"]), written(0.5, ["ln 2"]), written(C / 2, ["c"])
     ('2 ln 2', '1/2', '1/2·c')
     """
-    form = exact_form(x, units)
-    if form is None or form == -math.inf:
+    if (form := exact_form(x, units)) is None or form == -math.inf:
         return number(x)
     fraction, unit = form
     if not unit:
@@ -92,8 +90,7 @@ OPENING = {"[": "]", "(": ")"}     # (3, 2) as the tables write a shape, [3, 2] 
 def nested(text):
     """An answer's lists, each entry's text left to read: '[[1, 1/2], []]' -> [['1', '1/2'], []],
     (3, 2) as [3, 2]. Raises ValueError for what does not pair, an empty entry, or deeper than 3."""
-    called = re.search(r"\b(ln|log|sqrt)\s*\(", text)
-    if called:     # a function's call, not a pair of brackets: ln(2) is not read
+    if called := re.search(r"\b(ln|log|sqrt)\s*\(", text):    # a call, not a pair of brackets
         raise ValueError(f"{called.group(1)}(…) is written without brackets here: ln 2, 2 ln 2, "
                          f"ln 2/4 or c")
     tokens = [t.strip() for t in re.findall(r"[][(),]|[^][(),]+", text) if t.strip()]

@@ -42,8 +42,7 @@ def grading(path, head=None, changes=(), call_limit=None, total_limit=None, seed
     process = LearnerProcess(path, call_limit or CALL_LIMIT, total_limit or TOTAL_LIMIT)
     try:
         learner = Learner(process, name)
-        failure = learner.load()
-        if failure:
+        if failure := learner.load():
             results.append((current, failure))
             stopped = "the file could not be imported, so no check ran"
         for check_name, check in checks if not failure else ():

@@ -65,8 +65,7 @@ def _part(learner, args, part, want, mistakes=(), blocked=None, blocked_value=No
     reply = learner.call("attention", *args)
     if reply.failure:
         return hinted(reply.failure, when_raised and when_raised(reply))
-    problem = _edit_problem("attention", reply) or dict_problem(reply.value)
-    if problem:
+    if problem := _edit_problem("attention", reply) or dict_problem(reply.value):
         return problem
     got = reply.value[part]
     problem = mismatch(got, want, part, blocked, blocked_value)
@@ -177,8 +176,7 @@ def _intermediates(args):
 def _all_parts(learner, args, when_raised=None, parts=PARTS):
     """The parts of attention's answer on args, in that order: the first that differs, or None."""
     for part, *judged in _intermediates(args):
-        problem = part in parts and _part(learner, args, part, *judged, when_raised)
-        if problem:
+        if problem := part in parts and _part(learner, args, part, *judged, when_raised):
             return problem
     return None
 
@@ -217,8 +215,7 @@ def _afresh(problem, what, seed):
 
 def _drawn_heads(learner, heads, seed):
     for q, k, v, allowed in heads:
-        problem = _all_parts(learner, (q, k, v, allowed))
-        if problem:
+        if problem := _all_parts(learner, (q, k, v, allowed)):
             return _afresh(problem, f"a head of {len(q)} quer{'y' if len(q) == 1 else 'ies'} and "
                            f"{len(k)} sources, Q and K {len(q[0])} wide, V {len(v[0])} wide", seed)
     return None

@@ -41,9 +41,8 @@ def projected(head=HEAD):
     if not isinstance(head, dict):
         raise TypeError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed, got "
                         f"{type(head).__name__}")
-    missing = [key for key in ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
-               if key not in head]
-    if missing:
+    if missing := [key for key in ("X", "WQ", "WK", "V" if "V" in head else "WV", "allowed")
+                   if key not in head]:
         raise ValueError(f"a head is a dict with X, WQ, WK, WV (or V) and allowed; missing "
                          f"{', '.join(missing)}")
     v = ([list(row) for row in head["V"]] if "V" in head else matmul(head["X"], head["WV"]))
@@ -391,8 +390,7 @@ def read_head(path):
                                  f"{MAX_WIDTH}")
         d_model = len(data["X"][0])
         for key in ("WQ", "WK", "WV"):
-            if len(data[key]) != d_model:
-                rows = len(data[key])
+            if (rows := len(data[key])) != d_model:
                 raise ValueError(f"{key} needs one row per column of X ({d_model}), got {rows} "
                                  f"row{'s' * (rows != 1)}")
         if len(data["WQ"][0]) != len(data["WK"][0]):

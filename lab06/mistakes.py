@@ -184,8 +184,7 @@ def _not_finite(value):
     """"∞" or "NaN" for the first +∞ or NaN in an answer, else None."""
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     for item in items:
-        found = _not_finite(item)
-        if found:
+        if found := _not_finite(item):
             return found
     if isinstance(value, float) and (math.isnan(value) or value == math.inf):
         return "NaN" if math.isnan(value) else "∞"
@@ -217,8 +216,7 @@ large_scores = _when_exp_trouble("no shift by the largest allowed score: {} (exp
 
 
 def shift_over_blocked(reply):
-    trouble = _exp_trouble(reply)
-    if trouble and "overflow" in trouble:
+    if (trouble := _exp_trouble(reply)) and "overflow" in trouble:
         return shift_not_largest(reply)
     if trouble or reply.failure is None:
         return ("the shift is the largest of every score, blocked ones too"

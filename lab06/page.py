@@ -30,8 +30,7 @@ def lab_page(result):
     Raises ValueError for more than MAX_TOKENS positions, or another result."""
     if not isinstance(result, dict) or not isinstance(result.get("baseline"), dict):
         raise ValueError("result must be what lab06.lab() or lab06.experiment() returned")
-    T = len(result["baseline"]["weights"])
-    if T > MAX_TOKENS:
+    if (T := len(result["baseline"]["weights"])) > MAX_TOKENS:
         raise ValueError(f"the explorer takes at most {MAX_TOKENS} positions, got {T}")
     labels = position_labels(T)
     note = ("Predict first: each map stays hidden until you press Reveal (#answers=shown opens "

@@ -80,8 +80,7 @@ def shadowed(path):
 
 def refuse_a_shadowing_name(path, doing):
     """Raise ValueError, naming the module, when a file at path would shadow one."""
-    what = shadowed(path)
-    if what:
+    if what := shadowed(path):
         stem = os.path.splitext(os.path.basename(path))[0]
         raise ValueError(f"cannot {doing} {path}: `import {stem}` would find it before {what}, "
                          f"and every command beside it would break; pick another name, such as "

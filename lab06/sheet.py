@@ -149,8 +149,7 @@ def _numbers_difference(answer, expected, units, where=(), depth=None):
         if not isinstance(answer, list):
             raise ValueError(f"{_place(where, depth)}: expected a list, got a number")
         for n, (a, e) in enumerate(zip(answer, expected), 1):
-            found = _numbers_difference(a, e, units, where + (n,), depth)
-            if found:
+            if found := _numbers_difference(a, e, units, where + (n,), depth):
                 return found
         return _lengths(answer, expected, where, depth)
     if isinstance(answer, list):
@@ -188,16 +187,14 @@ def _positions_difference(answer, expected, units=(), where=()):
         for n, (a, e) in enumerate(zip(answer, expected), 1):
             if not isinstance(a, list):
                 raise ValueError(f"row {n}: expected a list of positions, got a number")
-            found = _positions_difference(a, e, units, (n,))
-            if found:
+            if found := _positions_difference(a, e, units, (n,)):
                 return found
         return _lengths(answer, expected, where, 2)
     place = f"row {where[0]}: " if where else ""
     if not all(isinstance(p, str) and re.fullmatch(r"\d{1,6}", p) for p in answer):
         raise ValueError(f"{place}expected positions counted from 1, such as [3] or [], got "
                          f"{_quoted(str(answer))}")
-    listed = sorted({int(p) for p in answer})
-    if listed == expected:
+    if (listed := sorted({int(p) for p in answer})) == expected:
         return None
     hint = " (positions count from 1)" if 0 in listed or [p + 1 for p in listed] == expected else ""
     extra = [p for p in listed if p not in expected]

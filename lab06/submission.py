@@ -45,8 +45,7 @@ def _command(*args):
 def grading(sheet_path):
     """Part 3 in Markdown: --grade's command, verdict and report, or how to write the file."""
     beside = os.path.join(os.path.dirname(sheet_path), GRADED)
-    path = next((path for path in (beside, GRADED) if os.path.isfile(path)), None)
-    if path is None:
+    if (path := next((path for path in (beside, GRADED) if os.path.isfile(path)), None)) is None:
         return (f"No {GRADED} beside {sheet_path} or in this folder: write it with "
                 f"`{_command('--scaffold', GRADED)}`, fill it in, then run this command again.\n")
     from lab06.grader import grade      # here: only a file to grade needs the grader
