@@ -19,7 +19,6 @@ What the one-layer model leaves out: batches, dropout, normalization, a second l
 from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
                         note, save_view, show)
 import argparse
-import contextlib
 import os
 import signal
 import sys
@@ -68,6 +67,7 @@ def _run_keeping_model(seed, steps):
 
 
 HELD = (signal.SIGINT, *STOPPING)       # held while the pool starts (where the system can)
+_sigmask = getattr(signal, "pthread_sigmask", lambda how, signals: None)    # none on Windows
 
 
 def _worker_signals():
@@ -76,21 +76,7 @@ def _worker_signals():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stop in stopping():
         signal.signal(stop, signal.SIG_DFL)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """HELD waits until the block ends: a pool stopped while it starts cannot shut down cleanly."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+    _sigmask(signal.SIG_UNBLOCK, HELD)
 
 
 def run_seeds(seeds, steps=STEPS, models=None):
@@ -104,15 +90,18 @@ def run_seeds(seeds, steps=STEPS, models=None):
 
 
 def _pooled(work, *arguments, workers=None):
-    """work(*each) for each of zip(*arguments), in order, on every core (at most workers):
-    Ctrl-C, SIGTERM or SIGHUP (but under nohup) stops the workers with the pool, and the work
-    under way."""
+    """work(*each) for each of zip(*arguments), in order, on every core (at most workers): Ctrl-C,
+    SIGTERM or SIGHUP (but under nohup) stops the workers with the pool, and the work under way."""
     count = min(len(arguments[0]), workers or os.cpu_count() or 1)
     pool = ProcessPoolExecutor(max_workers=count, initializer=_worker_signals)
     before = {stop: signal.signal(stop, signal.default_int_handler) for stop in stopping()}
     try:
-        with _signals_held():       # a signal now waits until the pool has started whole
+        # HELD waits until the pool has started whole: stopped while it starts, it cannot shut down
+        _sigmask(signal.SIG_BLOCK, HELD)
+        try:
             results = pool.map(work, *arguments)
+        finally:
+            _sigmask(signal.SIG_UNBLOCK, HELD)
         yield from results
     except BaseException:       # Ctrl-C or an error: the seeds under way are stopped, not awaited
         for process in getattr(pool, "_processes", {}).values():  # no public way before 3.14
@@ -266,7 +255,6 @@ def main(argv=None):
         if dropped:
             parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 with --write or "
                          f"checks their record with --check: drop {', '.join(dropped)}")
-        return guarded(lambda: _two_layers(args))
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
                    is None or f == "--seed" and answering] + ["--induction"] * args.induction + [
@@ -281,8 +269,7 @@ def main(argv=None):
         if dropped:
             parser.error(f"--induction sets its weights by hand and draws its own sequence: "
                          f"drop {', '.join(dropped)}")
-        return guarded(lambda: _induction(SEED if args.seed is None else args.seed, args.svg,
-                                          args.json))
+        return guarded(lambda: _induction(args))
     if (args.write or args.check) and given:
         parser.error(f"--write and --check record the default run: drop {', '.join(given)}")
     if args.all_seeds and not args.check:
@@ -311,7 +298,7 @@ def main(argv=None):
         if value is not None and not 1 <= value <= limit:
             parser.error(f"--{name} must be at {'least 1' if value < 1 else f'most {limit}'}, "
                          f"got {value}")
-    return guarded(lambda: (_two_layers if args.layers == 2 else _run)(args))
+    return guarded(lambda: (_two_layers if args.layers == 2 or args.from_scratch else _run)(args))
 
 
 def _positions(text):
@@ -351,8 +338,7 @@ def _run(args):
                                  f"({type(e).__name__}: {e}): run --write") from None
             save_view(args.svg, svg, FIGURE)
             return 0
-        record, seconds = run(seed, steps, _progress)
-        show(summary(record, seconds))
+        show(summary(*run(seed, steps, _progress)))
         return 0
     if seed == SEED and steps == STEPS:
         return _answer(args, recorded_model())
@@ -391,14 +377,14 @@ def _answer(args, model):
     return 0
 
 
-def _induction(seed, svg, as_json):
-    """--induction: the four figures of the circuit on seed's sequence, and its maps in svg."""
+def _induction(args):
+    """--induction: the four figures of the circuit on --seed's sequence, and its maps in --svg."""
     check_stdout()
-    check_outputs([("--svg", svg, None)])
-    found, run, _ = induction.measure(seed)
-    if svg is not None:         # said on standard error when standard output is JSON
-        save_view(svg, induction.maps_svg(found, run), None, say=note if as_json else None)
-    show(to_json(found) if as_json else induction.table(found))
+    check_outputs([("--svg", args.svg, None)])
+    found, run, _ = induction.measure(SEED if args.seed is None else args.seed)
+    if args.svg is not None:    # said on standard error when standard output is JSON
+        save_view(args.svg, induction.maps_svg(found, run), None, say=note if args.json else None)
+    show(to_json(found) if args.json else induction.table(found))
     return 0
 
 
@@ -465,9 +451,8 @@ def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratc
 def _recorded():
     """training-run.json as written by --write (ValueError when it is not)."""
     recorded = read_json(RUN_PATH, "the recorded training run", then="run --write")
-    if (not isinstance(recorded.get("run"), dict)
-            or not isinstance(recorded.get("seeds"), list)
-            or len(recorded["seeds"]) != RECORDED_SEEDS):
+    if not (isinstance(recorded.get("run"), dict) and isinstance(recorded.get("seeds"), list)
+            and len(recorded["seeds"]) == RECORDED_SEEDS):
         raise ValueError(f"training-run.json must hold the run of seed 1 and {RECORDED_SEEDS} "
                          f"seeds' rows: run --write")
     return recorded
