@@ -65,20 +65,16 @@ def rule_story(rng, kind):
                  other)
 
 
-def rule_stories(seed):
-    """{kind: TEST_STORIES stories of rule_story} for RULE_SETS, none among stories(seed)."""
+def rule_record(model, seed):
+    """{"seed", "sets": {kind: {"stories", "asked", "earliest", "unnamed", "example"}}}: of
+    TEST_STORIES stories of rule_story of each of RULE_SETS, none among stories(seed), how
+    many are answered with the colour asked for, the earliest colour word, or a colour the
+    story does not name, and the shortest answered wrong (or the shortest) as an example."""
     train, tests = stories(seed)
     seen = {s.text for s in train} | {s.text for test in tests.values() for s in test}
-    rng = random.Random(f"rule {seed}")
-    return {kind: distinct(lambda: rule_story(rng, kind), seen) for kind in RULE_SETS}
-
-
-def rule_record(model, seed):
-    """{"seed", "sets": {kind: {"stories", "asked", "earliest", "unnamed", "example"}}}: how
-    many stories are answered with the colour asked for, the earliest colour word, or a colour
-    the story does not name, and the shortest answered wrong (or the shortest) as an example."""
-    found = {}
-    for kind, test in rule_stories(seed).items():
+    rng, found = random.Random(f"rule {seed}"), {}
+    for kind in RULE_SETS:
+        test = distinct(lambda: rule_story(rng, kind), seen)
         answered = [(question(s), predict(model, question(s))[0], s) for s in test]
         wrong = [one for one in answered if one[1] != " " + one[2].colour]
         example = min(wrong or answered, key=lambda one: len(one[0]))
