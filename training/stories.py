@@ -234,17 +234,13 @@ def held_out_story(rng, kind):
         return story(rng, rng.randint(0, 4), fillers, rng.choice([None, rng.randint(0, fillers)]),
                      words=NEW_WORDS)
     if kind == "full context":
-        return full_story(rng)
+        while True:     # 96 to MAX_TOKENS tokens: the first sentence anywhere, a distractor after
+            fillers = rng.randint(1, 14)
+            s = story(rng, rng.randint(0, 14), fillers, distractor_at=rng.randint(0, fillers))
+            if (MAX_TOKENS * 3 // 4 <= len(story_ids(training_tokenizer(), question(s)))
+                    <= MAX_TOKENS):
+                return s
     return story(rng, 0, fillers)
-
-
-def full_story(rng):
-    """A story of 96 to MAX_TOKENS tokens: the first sentence anywhere, a distractor after it."""
-    while True:
-        fillers = rng.randint(1, 14)
-        s = story(rng, rng.randint(0, 14), fillers, distractor_at=rng.randint(0, fillers))
-        if MAX_TOKENS * 3 // 4 <= len(story_ids(training_tokenizer(), question(s))) <= MAX_TOKENS:
-            return s
 
 
 @functools.lru_cache(maxsize=None)
@@ -383,8 +379,7 @@ def story_vocabulary():
     """Every word a training story can hold but the made-up ones, in order and once each."""
     forms = " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS + SIZES
                      + [SHIFTING_SENTENCE, "the is too"])
-    listed = [word for words in STORY_WORDS.values() for phrase in words
-              for word in phrase.split()]
+    listed = [word for words in STORY_WORDS.values() for phrase in words for word in phrase.split()]
     return list(dict.fromkeys(listed + COLOURS + re.findall(r"[a-z]+", re.sub(r"\{\w+\}", " ",
                                                                              forms))))
 
@@ -414,8 +409,7 @@ def encode_question(tokenizer, text):
     if not text.endswith(" is"):
         raise ValueError(f"a story must end with its question, such as \"the ball is\", got "
                          f"one ending in {text[-20:]!r}")
-    ids = story_ids(tokenizer, text)
-    if len(ids) > MAX_TOKENS:
+    if len(ids := story_ids(tokenizer, text)) > MAX_TOKENS:
         raise ValueError(f"a story may have at most {MAX_TOKENS} tokens, got {len(ids)}")
     return ids
 
