@@ -85,13 +85,10 @@ def measure(model, seed=SEED, steps=STEPS):
         held_out[kind] = evaluate(model, test)
         for name, next_token in fitted.items():
             held_out[kind][f"{name} bigram"] = bigram_score(next_token, tokenizer, test)
-    unseen = []     # (a question about an object the story never mentions, its answer, colour)
-    for s in tests["plain"]:
-        text = unseen_question(s)
-        unseen.append((text, predict(model, text)[0], s.colour))
+    asked = [(unseen_question(s), s.colour) for s in tests["plain"]]   # about an unseen object
+    unseen = [(text, predict(model, text)[0], colour) for text, colour in asked]
     shortest = min(unseen, key=lambda one: len(one[0]))
-    cannot = {}     # the question about the second colour: what is answered, and whether the
-    # object asked about changes it at all
+    cannot = {}     # asked about the second colour: the answers, and does the object change them
     for kind, test in cannot_stories(seed, (train, tests)).items():
         cannot[kind] = evaluate(model, test)
         answers = [predict(model, question(s))[0] for s in test]
@@ -99,8 +96,7 @@ def measure(model, seed=SEED, steps=STEPS):
                                                    for a, s in zip(answers, test))
         cannot[kind]["same_for_an_unseen_object"] = sum(a == predict(model, unseen_question(s))[0]
                                                         for a, s in zip(answers, test))
-    # the figure: the shortest story whose distractor follows the first sentence, every row of
-    # the layer's weights
+    # the figure: each row of the weights on the shortest story whose distractor follows the first
     example = min(tests["distractor early"], key=lambda s: len(question(s)))
     example_ids = story_ids(tokenizer, question(example))
     every_row = attention_forward(layer(model["params"]), embed(model["params"], example_ids))
