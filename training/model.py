@@ -141,8 +141,7 @@ def answer_of(logits):
     >>> answer_of([0.5, 2.0] + [0.0] * 9)
     ' blue'
     """
-    best = max(range(len(logits)), key=lambda c: (logits[c], -c))
-    return " " + COLOURS[best]
+    return " " + COLOURS[max(range(len(logits)), key=lambda c: (logits[c], -c))]
 
 
 def check_model(model, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):

@@ -64,7 +64,6 @@ def two_layer_table(records, models=("two layers", "one layer")):
     layers beside one), in Markdown."""
     lines = ["| set | " + " | ".join(f"seed {r['seed']}: " + " | ".join(models) for r in records)
              + " |", "|---" * (1 + len(models) * len(records)) + "|"]
-    for kind in records[0][models[0]]:
-        lines.append(f"| {kind} | " + " | ".join(str(r[m][kind]) for r in records for m in models)
-                     + " |")
+    lines += [f"| {kind} | " + " | ".join(str(r[m][kind]) for r in records for m in models) + " |"
+              for kind in records[0][models[0]]]
     return "\n".join(lines) + "\n"

@@ -105,13 +105,11 @@ def loss_and_grads(params, prompt, answer):
     grads = {"U": [[s * d for d in d_logits] for s in fw["stream"][0]]}
     d_stream = matmul([d_logits], transpose(params["U"]))
     # forward: stream = x1[T−1] + out2, out2 = question_row_forward(layer(params, 2), x1)
-    second, d_x1 = question_row_backward(layer(params, 2), fw["x1"], fw["row"], d_stream,
-                                         d_stream)
+    second, d_x1 = question_row_backward(layer(params, 2), fw["x1"], fw["row"], d_stream, d_stream)
     grads.update({f"{name}2": grad for name, grad in second.items()})
     # forward: x1 = x0 + layer 1's out; the residual passes d_x1 to x0 as it is
     first_grads, d_x0 = previous_token_head_backward(params, fw["x0"], fw["first"], d_x1)
-    for name, grad in first_grads.items():
-        grads[f"{name}1"] = grad
+    grads.update({f"{name}1": grad for name, grad in first_grads.items()})
     # forward: x0_i = E[prompt[i]] + position(i)
     grads["E"] = embedding_grads(prompt, add(d_x0, d_x1))
     return -math.log(probs[answer]), grads
