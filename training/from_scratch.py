@@ -21,15 +21,12 @@ from functools import lru_cache
 from math import fsum
 from operator import mul
 
-from attention import add, unchecked
+from attention import add
 from training import given_layer, model as one_layer
-from training.given_layer import combine, outer, vec
+from training.given_layer import combine, matmul, outer, softmax_row, transpose, vec  # unchecked
 from training.model import INIT_SCALE, embed, embedding_grads
 from training.stories import COLOURS, training_tokenizer
 from training.two_layers import D_HEAD, D_MODEL, init_params as given_params
-
-# the model's own products, of weights its door checked and Adam keeps finite: unchecked
-matmul, softmax_row, transpose = unchecked.matmul, unchecked.softmax_row, unchecked.transpose
 
 PLACES = 4               # layer 1 reads the four tokens before each row, weighed by B1
 NEXT = COLOURS + ["the", ".", "is", ",", "a", "anything else"]   # the classes next scores
