@@ -131,17 +131,15 @@ def _layers(layers):
 
 def predict(model, text):
     """(answer, weights): model.predict's, or given_layer.predict's for a two-layer model."""
-    if isinstance(model, dict) and model.get("layers") == 2:
-        return given_layer.predict(model, text)
-    return predict_one_layer(model, text)
+    two = isinstance(model, dict) and model.get("layers") == 2
+    return (given_layer.predict if two else predict_one_layer)(model, text)
 
 
 def recorded_model(layers=1):
     """train_model(SEED, layers=layers), bit for bit, read from trained-model.json or, for
     layers=2, two-layer-model.json (ValueError if it is not, or layers is neither 1 nor 2)."""
-    if _layers(layers) == 2:
-        return given_layer.read_model(TWO_MODEL_PATH)
-    return read_model(MODEL_PATH)
+    return (given_layer.read_model(TWO_MODEL_PATH) if _layers(layers) == 2
+            else read_model(MODEL_PATH))
 
 
 def story_attention(model, text):
@@ -244,21 +242,20 @@ def main(argv=None):
              ("steps", "seed", "seeds", "story", "block", "ablate_value", "patch", "into",
               "export", "svg") if getattr(args, name) is not None] + ["--json"] * args.json
     answering = [flag for flag in given if flag in ("--story", "--patch", "--export")]
+    not_two_layer = ["--induction"] * args.induction + ["--all-seeds"] * args.all_seeds
     try:
         _layers(args.layers)
     except ValueError as e:
         parser.error(f"--{e}")
     if args.from_scratch:
-        dropped = [f for f in given if f != "--seed" or args.write or args.check] + [
-            "--layers"] * (args.layers != 1) + ["--induction"] * args.induction + [
-            "--all-seeds"] * args.all_seeds
+        dropped = ([f for f in given if f != "--seed" or args.write or args.check]
+                   + ["--layers"] * (args.layers != 1) + not_two_layer)
         if dropped:
             parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 with --write or "
                          f"checks their record with --check: drop {', '.join(dropped)}")
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
-                   is None or f == "--seed" and answering] + ["--induction"] * args.induction + [
-                       "--all-seeds"] * args.all_seeds
+                   is None or f == "--seed" and answering] + not_two_layer
         if dropped:
             parser.error(f"--layers 2 takes no --steps, --seeds, --induction or --all-seeds, "
                          f"--svg only with --patch, and --seed only to train (it answers from "
@@ -294,8 +291,7 @@ def main(argv=None):
     if args.json and not (args.story is not None or args.patch is not None):
         parser.error("--json goes with --story or --patch")
     for name, limit in (("steps", MAX_STEPS), ("seeds", MAX_SEEDS)):
-        value = getattr(args, name)
-        if value is not None and not 1 <= value <= limit:
+        if (value := getattr(args, name)) is not None and not 1 <= value <= limit:
             parser.error(f"--{name} must be at {'least 1' if value < 1 else f'most {limit}'}, "
                          f"got {value}")
     return guarded(lambda: (_two_layers if args.layers == 2 or args.from_scratch else _run)(args))
@@ -389,8 +385,7 @@ def _induction(args):
 
 
 def _two_layer_seed(seed, scratch=False):
-    """A seed's two-layer run (layer 1 given, or both layers from scratch), its prefix and its
-    model's record, from a process of the pool."""
+    """(record, prefix, model record) of a seed's two-layer run (scratch: both layers learned)."""
     record, model = given_layer.run(seed, progress=lambda stories, loss: note(
         f"seed {seed}, {stories} stories: loss {loss}"), way=from_scratch if scratch else None)
     return record, model["prefix"], given_layer.model_record(model, seed)
