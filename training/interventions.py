@@ -156,10 +156,9 @@ def patch(model, clean, corrupted, rows=None):
             if clean_vectors[name][i] == corrupted_vectors[name][i]:
                 found[name] = "unchanged"       # the patched run would be the corrupted run
                 continue
-            vectors = dict(corrupted_vectors)
-            vectors[name] = [clean_vectors[name][i] if n == i else row
-                             for n, row in enumerate(corrupted_vectors[name])]
-            found[name] = share(question_row(params, vectors)[1])
+            patched = [clean_vectors[name][i] if n == i else row
+                       for n, row in enumerate(corrupted_vectors[name])]
+            found[name] = share(question_row(params, {**corrupted_vectors, name: patched})[1])
         positions.append(found)
     return {"clean_answer": clean_answer, "corrupted_answer": corrupted_answer,
             "logit_difference": {"clean": difference(clean_logits),
@@ -217,8 +216,7 @@ def patching_evidence(model, test):
             others = [p["v"] for n, p in enumerate(result["positions"])
                       if n != at and p["v"] != "unchanged"]
             found["other_values_moved"] += bool(others)
-            found["other_value_largest"] = max([found["other_value_largest"]]
-                                               + [abs(v) for v in others])
+            found["other_value_largest"] = max([found["other_value_largest"], *map(abs, others)])
             if value < RESTORES:
                 least = min(intervene(model, text)[0]["weights"][at] for text in (clean, corrupted))
                 found["short_weight_most"] = max(least, found["short_weight_most"] or 0.0)
@@ -246,9 +244,8 @@ def blocking_evidence(model, test):
         found["blocked_gives_neither"] += blocked["answer"] not in (" " + s.colour,
                                                                     " " + s.distractor)
         weights = blocked["weights"]
-        found["blocked_most_on_distractor"] += (
-            max(range(len(weights)), key=weights.__getitem__)
-            == blocked["tokens"].index(" " + s.distractor))
+        found["blocked_most_on_distractor"] += (max(range(len(weights)), key=weights.__getitem__)
+                                                == blocked["tokens"].index(" " + s.distractor))
         found["ablated_gives_distractor"] += ablated["answer"] == " " + s.distractor
     return found
 

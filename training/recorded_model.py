@@ -68,8 +68,7 @@ last_read = {}     # the text read_model last read, and the model it made
 def read_model(path):
     """model_from_record of the JSON file at path, parsed and checked once for a text read again
     (the weights copied). Raises ValueError naming the file, and OSError when it cannot be read."""
-    text = read_text(path)
-    if last_read.get("text") != text:
+    if last_read.get("text") != (text := read_text(path)):
         record = read_json(path, "a trained model", then="run train_attention.py --write",
                            text=text)
         last_read.update(text=text, model=model_from_record(record, os.path.basename(path)))
