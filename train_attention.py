@@ -456,16 +456,14 @@ def _recorded():
 def _write_or_check(write, all_seeds):
     """--write or --check of the default run's four records, found below."""
     if write or all_seeds:
-        models = {}
+        models, recorded_rows = {}, []
         records = list(run_seeds(list(range(1, RECORDED_SEEDS + 1)), models=models))
-        rows = [seed_row(record) for record in records]
         model = model_from_record(models[SEED])
     else:   # seed 1 alone: the rows of the other seeds as recorded
-        recorded_rows = _recorded()["seeds"]
+        recorded_rows = _recorded()["seeds"][1:]
         model = train_model(SEED, STEPS, _progress)
         records = [measure(model, SEED, STEPS)]
-        rows = [seed_row(records[0])] + recorded_rows[1:]
-    found = {RUN_PATH: {"run": records[0], "seeds": rows},
+    found = {RUN_PATH: {"run": records[0], "seeds": [seed_row(r) for r in records] + recorded_rows},
              MODEL_PATH: model_record(model, SEED, STEPS),
              EVIDENCE_PATH: evidence(model, stories(SEED)[1]), RULE_PATH: rule_record(model, SEED)}
     status = max([write_or_check(to_json(record), path, write, not write)
