@@ -29,8 +29,7 @@ from common.export import export_text
 from common.golden import rounded, to_json, write_or_check
 from common.safe_io import STOPPING, read_json, stopping, write_atomic
 from common.views import heatmaps_svg, numbered_labels, panel, text_table, token_labels
-from training.model import embed, layer
-from training.model import predict as predict_one_layer
+from training.model import embed, layer, predict as predict_one_layer
 from training.stories import (COLOURS, MAX_TOKENS, NAMES, OBJECTS, encode_question, stories,
                               training_tokenizer)
 from training.tables import (cannot_line, held_out_table, seed_row, seeds_header,
@@ -80,8 +79,7 @@ def _worker_signals():
 
 
 def run_seeds(seeds, steps=STEPS, models=None):
-    """The records of seeds, trained on every core, in order; models, a dict, gets each seed's
-    model_record. Ctrl-C, SIGTERM or SIGHUP stops the workers with the pool."""
+    """The records of seeds trained by _pooled, in order; models, a dict, gets each model_record."""
     results = _pooled(_run_keeping_model, seeds, [steps] * len(seeds))
     for seed, (record, model) in zip(seeds, results):
         if models is not None:
@@ -185,10 +183,9 @@ def example_svg(record):
     """The recorded example's weights, every row, the question's outlined."""
     example = record["example"]
     labels = token_labels(example["tokens"])
-    weights = example["weights"]
-    hatched = [[not ok for ok in row] for row in causal_mask(len(weights))]
+    hatched = [[not ok for ok in row] for row in causal_mask(len(labels))]
     return heatmaps_svg(
-        [panel("trained attention", labels, labels, weights, hatched,
+        [panel("trained attention", labels, labels, example["weights"], hatched,
                highlight=[len(labels) - 1], mark="◀ the question",
                subtitle=f"last row: {example['colour']} or {example['distractor']}? it answers "
                         f"{example['answer'].strip()}, after {record['config']['steps']} steps")],
@@ -223,9 +220,8 @@ def main(argv=None):
                                          "story) as {tokens, attention} for CircuitsVis or bertviz")
     add("--svg", metavar="FILE", help="draw the recorded figure; with --patch, the patching "
                                       "heatmap; with --induction, both layers' maps")
-    add("--induction", action="store_true",
-        help="the induction circuit set by hand, on a repeated sequence drawn with --seed: its "
-             "four figures")
+    add("--induction", action="store_true", help="the induction circuit set by hand, on a repeated "
+                                                 "sequence drawn with --seed: its four figures")
     add("--layers", type=integer, default=1,
         help="2: the two-layer model, its layer 1 given (a previous-token head set by hand), "
              "everything else trained")
