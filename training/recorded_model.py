@@ -43,8 +43,7 @@ def model_from_record(record, name="trained-model.json"):
                 "Wk": (d_model, d_head), "Wv": (d_model, d_head), "Wo": (d_head, d_model)}
 
     check_weights(record["params"], PARAMS, vocab, expected, wrong)
-    return {"tokenizer": tokenizer, "params": record["params"], "seed": record["seed"],
-            "steps": record["steps"]}
+    return {"tokenizer": tokenizer, **{key: record[key] for key in ("params", "seed", "steps")}}
 
 
 def check_weights(params, names, vocab, expected, wrong):

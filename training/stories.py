@@ -255,8 +255,7 @@ def made_up_words():
             continue
         for word in [" " + piece.lstrip(" ")] + [" " + letter + piece.lstrip(" ")
                                                  for letter in ALPHABET[6:]]:
-            ids = tokenizer.encode(word)
-            if t in ids and not colours & set(ids):
+            if t in (ids := tokenizer.encode(word)) and not colours & set(ids):
                 found.append(word)
                 break
     return tuple(found)
