@@ -50,9 +50,8 @@ def held_out(seed):
 
 
 def written_stories():
-    """{"written: second object": …, "written: third object": …}: written-second.txt and
-    written-third.txt, stories written outside the project, one a line, each naming two (three)
-    coloured things and asking about the second (third): "… the THING is COLOUR."."""
+    """{"written: KIND object": …} of written-KIND.txt (KIND second, third): stories written outside
+    the project, one a line, each about the last of two (three) things: "… the THING is COLOUR."."""
     found = {}
     for kind in ("second", "third"):
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"written-{kind}.txt")

@@ -164,9 +164,8 @@ def check_model(model, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):
 
 
 def predict(model, text, run=forward, names=("E", "U", "Wq", "Wk", "Wv", "Wo")):
-    """(answer, weights): the answer to text, a story up to its question (" red"), and the
-    question's (token, weight) pairs; run and names: another model's forward and weights. Raises
-    as check_model and encode_question."""
+    """(answer, weights) on text, a story up to its question: the answer (" red") and the question's
+    (token, weight) pairs; run, names: another model's. Raises as check_model, encode_question."""
     check_model(model, names)
     tokenizer = model["tokenizer"]
     ids = encode_question(tokenizer, text)
