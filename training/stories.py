@@ -271,8 +271,7 @@ def stories(seed):
 def _drawn(seed):
     rng = random.Random(seed)
     train = [training_story(rng, made_up_words()) for _ in range(TRAIN_STORIES)]
-    seen = {s.text for s in train}
-    tests = {}
+    seen, tests = {s.text for s in train}, {}
     for kind in HELD_OUT:
         tests[kind] = ([s._replace(text=f"{SHIFTING_SENTENCE} {s.text}") for s in tests["plain"]]
                        if kind == "shifted" else distinct(lambda: held_out_story(rng, kind), seen))
@@ -376,11 +375,10 @@ def unseen_question(s):
 
 def story_vocabulary():
     """Every word a training story can hold but the made-up ones, in order and once each."""
-    forms = " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS + SIZES
-                     + [SHIFTING_SENTENCE, "the is too"])
+    forms = re.sub(r"\{\w+\}", " ", " ".join(FILLERS + COLOUR_FORMS + MADE_UP_FILLERS + OPENERS
+                                             + SIZES + [SHIFTING_SENTENCE, "the is too"]))
     listed = [word for words in STORY_WORDS.values() for phrase in words for word in phrase.split()]
-    return list(dict.fromkeys(listed + COLOURS + re.findall(r"[a-z]+", re.sub(r"\{\w+\}", " ",
-                                                                             forms))))
+    return list(dict.fromkeys(listed + COLOURS + re.findall(r"[a-z]+", forms)))
 
 
 def make_tokenizer(words):
