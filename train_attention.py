@@ -363,9 +363,8 @@ def _answer(args, model):
     else:
         answer, weights = predict(model, args.story)
         show(to_json({"answer": answer, "tokens": [t for t, _ in weights],
-                          "weights": [w for _, w in weights]}) if args.json else
-             given + f"answer: {answer!r}\n{whose} weight on each token:\n"
-             + weights_table(weights))
+                      "weights": [w for _, w in weights]}) if args.json else given
+             + f"answer: {answer!r}\n{whose} weight on each token:\n" + weights_table(weights))
     return 0
 
 
@@ -388,8 +387,7 @@ def _two_layer_seed(seed, scratch=False):
 
 
 def _two_layers(args):
-    """--layers 2 or --from-scratch: answer from the recorded model (layer 1 given), check, train
-    one seed, or record them all."""
+    """--layers 2 or --from-scratch: answer from the recorded model, check, train or record all."""
     check_stdout()
     if args.story is not None or args.export is not None or args.patch is not None:
         check_outputs([("--export", args.export, None), ("--svg", args.svg, None)])
@@ -431,11 +429,10 @@ def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratc
             raise ValueError(f"{name} holds no recorded prefix: {then}")
         fresh = given_layer.train_model(recorded["seed"], (way or given_layer).STORIES,
                                         batches=given_layer.PREFIX, way=way)["prefix"]
+        first = f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']}"
         if fresh != recorded:
-            return fail(f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']} "
-                        f"differ from a fresh run: {then}")
-        show(f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']} trained again, "
-             f"bit for bit ({way.LEARNED if way else given_layer.GIVEN})\n")
+            return fail(f"{first} differ from a fresh run: {then}")
+        show(f"{first} trained again, bit for bit ({way.LEARNED if way else given_layer.GIVEN})\n")
     return 0
 
 
