@@ -40,11 +40,9 @@ LEARNED = ("both layers learned from scratch: layer 1's weights from place alone
 def init_params(vocab_size, seed, d_model=D_MODEL, d_head=D_HEAD):
     """two_layers.init_params(…), then B1 (1, PLACES) at zero and A (d_model, N) from
     uniform(−INIT_SCALE, INIT_SCALE), of its own draws."""
-    params = given_params(vocab_size, seed, d_model, d_head)
     rng = random.Random(f"aux {seed}")
-    params.update(B1=[[0.0] * PLACES],
-                  A=[[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in NEXT] for _ in range(d_model)])
-    return params
+    return {**given_params(vocab_size, seed, d_model, d_head), "B1": [[0.0] * PLACES],
+            "A": [[rng.uniform(-INIT_SCALE, INIT_SCALE) for _ in NEXT] for _ in range(d_model)]}
 
 
 @lru_cache(maxsize=1)
