@@ -183,3 +183,6 @@ class Record(unittest.TestCase):
         reached = [next(p["stories"] for p in seed["second_object_curve"] if p["correct"] >= 57)
                    for seed in seeds]
         self.assertIn(f"reaches 57 at {listed([f'{n:,}' for n in reached])} stories", readme)
+        first = listed([f"{seed['second_object_curve'][0]['layer_1_weights'][0]:.2f} (seed "
+                        f"{seed['seed']})" for seed in seeds])
+        self.assertIn(f"after 4,000 stories its weight one back is already {first}", readme)
