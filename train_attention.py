@@ -427,8 +427,8 @@ def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratc
         recorded = read_json(path, "a recorded two-layer run", then=then).get("prefix")
         if not isinstance(recorded, dict) or "seed" not in recorded:
             raise ValueError(f"{name} holds no recorded prefix: {then}")
-        fresh = given_layer.train_model(recorded["seed"], (way or given_layer).STORIES,
-                                        batches=given_layer.PREFIX, way=way)["prefix"]
+        fresh = given_layer.train_model(recorded["seed"], batches=given_layer.PREFIX,
+                                        way=way)["prefix"]
         first = f"{name}'s first {fresh['stories']} stories of seed {fresh['seed']}"
         if fresh != recorded:
             return fail(f"{first} differ from a fresh run: {then}")

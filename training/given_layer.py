@@ -171,13 +171,14 @@ def batch_grads(params, batch, loss_and_grads=loss_and_grads_fast):
     return fsum(losses) / len(losses), mean
 
 
-def train_model(seed, count=STORIES, batches=None, progress=None, watch=(), way=None):
+def train_model(seed, count=None, batches=None, progress=None, watch=(), way=None):
     """The model trained on count stories of seed, or their first batches alone; progress(stories,
     mean_loss) at each loss recorded; every CURVE_EVERY stories, how many of the stories watch
     it answers, in "curve". way: from_scratch, whose model is trained instead (its init_params,
-    loss_and_grads, RATES, predict and curve_point). Raises TypeError unless seed is an int,
+    loss_and_grads, RATES, STORIES, the count by default, and curve_point). Raises TypeError unless seed is an int,
     ValueError unless count is an int of at least BATCH and batches None or an int of at least 1."""
     checks.check_seed(seed)
+    count = (way.STORIES if way else STORIES) if count is None else count
     if type(count) is not int or count < BATCH or batches is not None and (
             type(batches) is not int or batches < 1):
         raise ValueError(f"train_model needs count an int of at least {BATCH} and batches None or "
@@ -190,7 +191,7 @@ def train_model(seed, count=STORIES, batches=None, progress=None, watch=(), way=
     adam = Adam(params, steps, LEARNING_RATE, way.RATES if way else {})
     losses, recent, prefix_weights, curve = [], [], None, []   # under PREFIX batches: no weights
     model = {"tokenizer": tokenizer, "params": params, "losses": losses, "layers": 2,
-             "curve": curve}
+             "curve": curve, "stories": count}
     for step in range(1, (batches or steps) + 1):
         loss, grads = batch_grads(params, pairs[(step - 1) * BATCH:step * BATCH],
                                   *([way.loss_and_grads] if way else []))
@@ -248,13 +249,12 @@ def correct(model, tests, answer=predict):
 def run(seed, count=None, progress=None, way=None):
     """(record, model): the correct answers on every set of held_out, beside one layer's; or, with
     way (from_scratch), the way's answers and layer 1's weights at the end (way.record)."""
-    tests, count = held_out(seed), count or (way.STORIES if way else STORIES)
-    start = time.perf_counter()
+    tests, start = held_out(seed), time.perf_counter()
     model = train_model(seed, count, progress=progress, watch=tests["second object"], way=way)
     seconds = round(time.perf_counter() - start)
     found = way.record(model, tests) if way else {
         "two layers": correct(model, tests),
         "one layer": correct(one_layer_train.train_model(seed), tests, one_layer.predict)}
-    return {"seed": seed, "stories": count, "seconds": seconds, **found,
+    return {"seed": seed, "stories": model["stories"], "seconds": seconds, **found,
             "losses": model["losses"], "second_object_curve": model["curve"]}, model
 
