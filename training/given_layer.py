@@ -172,11 +172,12 @@ def batch_grads(params, batch, loss_and_grads=loss_and_grads_fast):
 
 
 def train_model(seed, count=None, batches=None, progress=None, watch=(), way=None):
-    """The model trained on count stories of seed, or their first batches alone; progress(stories,
-    mean_loss) at each loss recorded; every CURVE_EVERY stories, how many of the stories watch
-    it answers, in "curve". way: from_scratch, whose model is trained instead (its init_params,
-    loss_and_grads, RATES, STORIES, the count by default, and curve_point). Raises TypeError unless seed is an int,
-    ValueError unless count is an int of at least BATCH and batches None or an int of at least 1."""
+    """The model trained on count stories of seed (by default STORIES), or their first batches
+    alone; progress(stories, mean_loss) at each loss recorded; every CURVE_EVERY stories, how many
+    of the stories watch it answers, in "curve". way: from_scratch, trained instead (its
+    init_params, loss_and_grads, RATES, STORIES, curve_point). Raises TypeError unless seed is an
+    int, ValueError unless count is an int of at least BATCH and batches None or an int of at least
+    1."""
     checks.check_seed(seed)
     count = (way.STORIES if way else STORIES) if count is None else count
     if type(count) is not int or count < BATCH or batches is not None and (
