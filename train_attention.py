@@ -19,6 +19,7 @@ What the one-layer model leaves out: batches, dropout, normalization, a second l
 from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
                         note, save_view, show)
 import argparse
+import json
 import os
 import signal
 import sys
@@ -244,11 +245,12 @@ def main(argv=None):
     except ValueError as e:
         parser.error(f"--{e}")
     if args.from_scratch:
-        dropped = ([f for f in given if f != "--seed" or args.write or args.check]
+        dropped = ([f for f in given if f != "--seed" or args.check]
                    + ["--layers"] * (args.layers != 1) + not_two_layer)
         if dropped:
-            parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 with --write or "
-                         f"checks their record with --check: drop {', '.join(dropped)}")
+            parser.error(f"--from-scratch trains seed --seed, records seeds 1…3 (or --seed) "
+                         f"with --write or checks their record with --check: drop "
+                         f"{', '.join(dropped)}")
     if args.layers == 2:
         dropped = [f for f in given if f in ("--steps", "--seeds") or f == "--svg" and args.patch
                    is None or f == "--seed" and answering] + not_two_layer
@@ -263,8 +265,9 @@ def main(argv=None):
             parser.error(f"--induction sets its weights by hand and draws its own sequence: "
                          f"drop {', '.join(dropped)}")
         return guarded(lambda: _induction(args))
-    if (args.write or args.check) and given:
-        parser.error(f"--write and --check record the default run: drop {', '.join(given)}")
+    again = args.write and (args.layers == 2 or args.from_scratch)   # --seed: one seed again
+    if (args.write or args.check) and (dropped := [f for f in given if f != "--seed" or not again]):
+        parser.error(f"--write and --check record the default run: drop {', '.join(dropped)}")
     if args.all_seeds and not args.check:
         parser.error("--all-seeds goes with --check")
     if args.svg is not None and args.patch is None and given != ["--svg"]:
@@ -405,10 +408,21 @@ def _two_layers(args):
     header = ({"learned": from_scratch.LEARNED, **same, "rates": from_scratch.RATES,
                "places": from_scratch.PLACES} if scratch else {"given": given_layer.GIVEN, **same})
     header.update(d_model=given_layer.D_MODEL, d_head=given_layer.D_HEAD)
-    records, prefix = [], None
-    for record, trained, model in _pooled(_two_layer_seed, given_layer.SEEDS, [scratch] * 3,
+    seeds, records, prefix = given_layer.SEEDS, [], None
+    if args.seed is not None:     # one seed again, beside the record's others: a run resumed
+        then = f"run {'--from-scratch' if scratch else '--layers 2'} --write"
+        if args.seed not in seeds:
+            raise ValueError(f"--write --seed records one of seeds 1…3, not {args.seed}")
+        old, seeds = read_json(path, "a recorded two-layer run", then=then), [args.seed]
+        rows = old.get("seeds")
+        if {key: old.get(key) for key in header} != json.loads(to_json(header)) or not (
+                isinstance(rows, list) and all(isinstance(r, dict) and "seed" in r for r in rows)):
+            raise ValueError(f"{os.path.basename(path)} is not a run recorded this way: {then}")
+        records, prefix = [r for r in rows if r["seed"] != args.seed], old.get("prefix")
+    for record, trained, model in _pooled(_two_layer_seed, seeds, [scratch] * len(seeds),
                                           workers=3 if scratch else 2):
-        records.append(record)    # each recorded as it ends: a run stopped keeps them
+        # each recorded as it ends: a run stopped keeps them
+        records = sorted(records + [record], key=lambda row: row["seed"])
         if record["seed"] == SEED:
             prefix = trained
             if not scratch:
