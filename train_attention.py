@@ -19,7 +19,6 @@ What the one-layer model leaves out: batches, dropout, normalization, a second l
 from common.cli import (OneLineParser, check_outputs, check_stdout, fail, guarded, integer,
                         note, save_view, show)
 import argparse
-import json
 import os
 import signal
 import sys
@@ -415,7 +414,7 @@ def _two_layers(args):
             raise ValueError(f"--write --seed records one of seeds 1…3, not {args.seed}")
         old, seeds = read_json(path, "a recorded two-layer run", then=then), [args.seed]
         rows = old.get("seeds")
-        if {key: old.get(key) for key in header} != json.loads(to_json(header)) or not (
+        if {key: old.get(key) for key in header} != header or not (
                 isinstance(rows, list) and all(isinstance(r, dict) and "seed" in r for r in rows)):
             raise ValueError(f"{os.path.basename(path)} is not a run recorded this way: {then}")
         records, prefix = [r for r in rows if r["seed"] != args.seed], old.get("prefix")
