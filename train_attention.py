@@ -227,7 +227,8 @@ def main(argv=None):
              "everything else trained")
     add("--from-scratch", action="store_true",
         help="both layers learned from scratch, layer 1 from place alone with a next-token loss: "
-             "train --seed, or with --write seeds 1…3")
+             "train --seed, or with --write seeds 1…3 (--write --seed N: N alone, kept beside "
+             "the record's others)")
     args = parser.parse_args(argv)
     if args.ablate_value is not None:
         if len(args.ablate_value) > 1:

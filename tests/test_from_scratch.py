@@ -2,9 +2,11 @@
 the hand-written backward of both losses against central differences, B1's own learning rate, the
 record of seeds 1 to 3 and the README's figures from it, and the door's refusals."""
 
+import json
 import math
 import os
 import random
+import tempfile
 import unittest
 
 from attention import softmax_row
@@ -81,11 +83,27 @@ class FromScratch(MessageAssertions, unittest.TestCase):
 
     def test_the_door_takes_seed_write_or_check_alone(self):
         for args, dropped in ((["--steps", "3"], "--steps"), (["--layers", "2"], "--layers"),
-                              (["--write", "--seed", "2"], "--seed"),
+                              (["--check", "--seed", "2"], "--seed"),
                               (["--story", "the ball is"], "--story")):
             with self.subTest(args=args):
                 self.assertOneLineError(run_script("train_attention.py", "--from-scratch", *args),
                                         f"drop {dropped}")
+
+    def test_write_with_a_seed_is_refused_a_seed_not_recorded_or_a_record_of_another_way(self):
+        """--write --seed N resumes a stopped run, seed N beside the record's others: N must be 1,
+        2 or 3, and the record one of this way of training (else seed N's row would not fit)."""
+        recorded = read_json(RUN, "the from-scratch run")
+        for seed, changes, said in (("4", {}, "records one of seeds 1…3, not 4"),
+                                    ("2", {"places": 3}, "is not a run recorded this way"),
+                                    ("2", {"seeds": {}}, "is not a run recorded this way")):
+            with self.subTest(seed=seed, changes=changes), tempfile.TemporaryDirectory() as tmp:
+                os.makedirs(os.path.join(tmp, "training"))
+                with open(os.path.join(tmp, "training", "from-scratch-run.json"), "w",
+                          encoding="utf-8") as f:
+                    json.dump({**recorded, **changes}, f)
+                done = run_script("train_attention.py", "--from-scratch", "--write", "--seed",
+                                  seed, folder=tmp)
+                self.assertOneLineError(done, said)
 
 
 def merged(record, given):
