@@ -4,7 +4,6 @@ on a loss of size about 1, truncation (eps² ≈ 1e-12) and rounding (1e-16 / ep
 correct gradient well within 1e-8, and a wrong one far outside.
 """
 
-
 import math
 
 from common.checks import check_callable, check_matrix, check_number, check_rows, kind, said

@@ -132,4 +132,3 @@ def dict_problem(value):
     missing = [key for key in ("scores", "masked_scores", "weights", "output") if key not in value]
     return (f"attention's dict has no {', '.join(missing)} (it has "
             f"{', '.join(value) or 'nothing'})" if missing else None)
-

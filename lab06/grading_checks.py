@@ -371,4 +371,3 @@ def experiment_checks(head, changes=()):
                     lambda learner, a=args, p=part, j=judged: _part(learner, a, p, *j))
                    for part, *judged in _intermediates(args)]
     return checks
-

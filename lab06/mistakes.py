@@ -222,4 +222,3 @@ def shift_over_blocked(reply):
         return ("the shift is the largest of every score, blocked ones too"
                 + (f": {trouble}" if trouble else "") + "; subtract the largest allowed score")
     return None
-

@@ -7,7 +7,6 @@ import os
 from bpe import Tokenizer
 from common.checks import check_matrix
 from common.safe_io import read_json, read_text
-
 from training.stories import COLOURS
 
 PARAMS = ("E", "U", "Wq", "Wk", "Wv", "Wo")
