@@ -401,9 +401,7 @@ def serve(path):
 
     answer({"id": 0, "started": True})
     module = None
-    while True:
-        if not (size := int.from_bytes(requests.read(4), "big")):
-            break
+    while size := int.from_bytes(requests.read(4), "big"):
         request = marshal.loads(requests.read(size))
         if request["call"] == "import":
             watch(answers.fileno(), *request["args"])
