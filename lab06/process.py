@@ -96,11 +96,10 @@ class LearnerProcess:
     def _read(self):
         """Each answer line as it comes; one without its newline ends them (or is too long)."""
         with self.answer_stream as stream:
-            while True:
+            line = b"\n"
+            while line.endswith(b"\n"):
                 line = stream.readline(MAX_ANSWER + 1)
                 self.answers.put(line)
-                if not line.endswith(b"\n"):
-                    return
 
     def _write(self):
         """Each request, in its own thread: a process that stops reading cannot block the grader.
