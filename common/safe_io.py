@@ -211,9 +211,8 @@ def _running(pid):
 
 def _open_for(file, text):
     """A file (a path or a descriptor) opened to write text: as UTF-8 text, or as bytes."""
-    if isinstance(text, bytes):
-        return open(file, "wb")
-    return open(file, "w", encoding="utf-8", newline="\n")
+    binary = isinstance(text, bytes)
+    return open(file, "wb") if binary else open(file, "w", encoding="utf-8", newline="\n")
 
 
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
