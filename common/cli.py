@@ -218,12 +218,10 @@ def save_views(views, say=None):
                 os.path.realpath(os.path.join(safe_io.HERE, own)) and text != recorded():
             raise ValueError(f"{path} is the recorded view of this command's default inputs: "
                              f"write a view of other inputs somewhere else")
+    say = say or (lambda line: show(f"{line}\n"))
     for path, text, _, _ in views:
         write_atomic(path, text)
-        if say:
-            say(f"wrote {path}")
-        else:
-            show(f"wrote {path}\n")
+        say(f"wrote {path}")
 
 
 # ---- number flags: ASCII decimals, as the help writes them ----------------------------------
