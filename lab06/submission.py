@@ -117,8 +117,7 @@ def merged(old, program, path="the submission"):
 
 
 def predict(sheet_path, submission_path=None):
-    """--predict FILE [--submission S]: sheet.predict, or check the sheet and write S: (text,
-    status)."""
+    """(text, status) of --predict FILE [--submission S]: sheet.predict, or check FILE, write S."""
     if submission_path is None:
         return sheet.predict(sheet_path)
     check_output_path(sheet_path)
