@@ -35,11 +35,9 @@ def listing(params, x, mask, d_out):
     q, k, v = matmul(x, Wq), matmul(x, Wk), matmul(x, Wv)
     scale = 1 / math.sqrt(d_head)
     scores = [[s * scale for s in row] for row in matmul(q, transpose(k))]
-    if mask == "causal":
-        scores = [[s if j <= i else -math.inf for j, s in enumerate(row)]
-                  for i, row in enumerate(scores)]
-    elif mask == "zero":
-        scores = [[s if j <= i else 0.0 for j, s in enumerate(row)]
+    if mask != "none":          # the future: −∞, or the "zero" mode's bug, 0.0
+        future = -math.inf if mask == "causal" else 0.0
+        scores = [[s if j <= i else future for j, s in enumerate(row)]
                   for i, row in enumerate(scores)]
     weights = [softmax_row(row) for row in scores]
     mixed = matmul(weights, v)
