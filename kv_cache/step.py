@@ -122,14 +122,12 @@ def recompute_multiply_adds(T, d_model, d_head):
 def kv_trace(sentence, tokens, params, x):
     """What kv-cache-trace.json records: each step, and what a cache gets wrong in each mode."""
     full = attention_forward(params, x)
-    return {
-        "sentence": sentence, "tokens": tokens,
-        "steps": [{"position": t, "token": token, "weights": rounded(step["weights"], DIGITS),
-                   "equals_the_full_pass": matches_full_pass(step, full, t)}
-                  for t, (token, step) in enumerate(zip(tokens, steps(params, x)))],
-        "why_only_causal": {mask: rounded(what_a_cache_gets_wrong(params, x, mask), DIGITS)
-                            for mask in MASK_MODES},
-    }
+    return {"sentence": sentence, "tokens": tokens,
+            "steps": [{"position": t, "token": token, "weights": rounded(step["weights"], DIGITS),
+                       "equals_the_full_pass": matches_full_pass(step, full, t)}
+                      for t, (token, step) in enumerate(zip(tokens, steps(params, x)))],
+            "why_only_causal": {mask: rounded(what_a_cache_gets_wrong(params, x, mask), DIGITS)
+                                for mask in MASK_MODES}}
 
 
 # ---- attention_step's door, and the seal of its cache kv ----------------------------------------
