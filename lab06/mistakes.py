@@ -22,19 +22,17 @@ def _scales(q, k, v):
     """(mistake, divisor) for each scale a learner divides Q·Kᵀ by instead of √d."""
     T, S, d, d_v, d_model = len(q), len(k), len(q[0]), len(v[0]), len(lab06.X[0])
     keys = "the number of keys" + (" (and of queries)" if T == S else "")
-    return [
-        (f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
-        (f"the scores are multiplied by √d = √{d}, not divided by it", 1 / math.sqrt(d)),
-        (f"the scores are divided by d = {d}, not by √d", d),
-        (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
-         math.sqrt(S))] + [
-        (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the width "
-         f"of Q and K", math.sqrt(T))] * (T != S) + [       # a head that is not square
-        (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
-         f"and K", math.sqrt(d_v)),
-        (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
-         f"in, not by √d = √{d}, the width of this head's Q and K", math.sqrt(d_model)),
-    ]
+    return [(f"the scores are not scaled: divide Q·Kᵀ by √d = √{d}, the width of Q and K", 1.0),
+            (f"the scores are multiplied by √d = √{d}, not divided by it", 1 / math.sqrt(d)),
+            (f"the scores are divided by d = {d}, not by √d", d),
+            (f"the scores are divided by √{S}, {keys}, not by √d = √{d}, the width of Q and K",
+             math.sqrt(S))] + [
+            (f"the scores are divided by √{T}, the number of queries, not by √d = √{d}, the width "
+             f"of Q and K", math.sqrt(T))] * (T != S) + [       # a head that is not square
+            (f"the scores are divided by √{d_v}, the width of V, not by √d = √{d}, the width of Q "
+             f"and K", math.sqrt(d_v)),
+            (f"the scores are divided by √{d_model}, the width of the lab's X or a number written "
+             f"in, not by √d = √{d}, the width of this head's Q and K", math.sqrt(d_model))]
 
 
 def score_mistakes(q, k, v):
@@ -76,16 +74,14 @@ def masked_score_mistakes(scores, allowed):
         return [[s if keep(i, j) else blocked_value for j, s in enumerate(row)]
                 for i, row in enumerate(scores)]
     square = len(scores) == len(scores[0])
-    return [
-        (ZERO_FILL, lambda: masked(lambda i, j: allowed[i][j], 0.0)),
-        (INVERTED, lambda: masked(lambda i, j: not allowed[i][j])),
-        (TRANSPOSED, lambda: masked(lambda i, j: square and allowed[j][i])),
-        ("the mask is not applied: a blocked score must be −∞", lambda: scores),
-        ("the masked scores were shifted in place: masked_softmax subtracted the row's largest "
-         "score from the list it was given, attention's own; work on a copy",
-         lambda: [[s - max(t for t, ok in zip(row, oks) if ok) if ok else -math.inf
-                   for s, ok in zip(row, oks)] for row, oks in zip(scores, allowed)]),
-    ]
+    return [(ZERO_FILL, lambda: masked(lambda i, j: allowed[i][j], 0.0)),
+            (INVERTED, lambda: masked(lambda i, j: not allowed[i][j])),
+            (TRANSPOSED, lambda: masked(lambda i, j: square and allowed[j][i])),
+            ("the mask is not applied: a blocked score must be −∞", lambda: scores),
+            ("the masked scores were shifted in place: masked_softmax subtracted the row's largest "
+             "score from the list it was given, attention's own; work on a copy",
+             lambda: [[s - max(t for t, ok in zip(row, oks) if ok) if ok else -math.inf
+                       for s, ok in zip(row, oks)] for row, oks in zip(scores, allowed)])]
 
 
 def finite_stand_in(got, scores, allowed):
