@@ -101,23 +101,21 @@ def measure(model, seed=SEED, steps=STEPS):
     example_ids = story_ids(tokenizer, question(example))
     every_row = attention_forward(layer(model["params"]), embed(model["params"], example_ids))
     after_is = tokenizer.encode(" is")[0]
-    return {
-        "config": {"seed": seed, "steps": steps, "d_model": D_MODEL, "d_head": D_HEAD,
-                   "learning_rate": LEARNING_RATE, "train_stories": TRAIN_STORIES,
-                   "vocab_size": len(tokenizer.vocab)},
-        "held_out": held_out,
-        "bigram_after_is": {name: tokenizer.vocab[next_token[after_is]]
-                            for name, next_token in fitted.items()},
-        "unseen_object": {"question": shortest[0], "answer": shortest[1],
-                          "first_colour_answers": sum(answer == " " + colour
-                                                      for _, answer, colour in unseen),
-                          "total": len(unseen)},
-        "cannot": cannot,
-        "longest_training_prompt": max(len(story_ids(tokenizer, question(s))) for s in train),
-        "losses": model["losses"],
-        "example": {"story": question(example), "colour": example.colour,
-                    "distractor": example.distractor,
-                    "answer": predict(model, question(example))[0],
-                    "tokens": [tokenizer.vocab[t] for t in example_ids],
-                    "weights": [[round(w, 4) for w in row] for row in every_row["weights"]]},
-    }
+    return {"config": {"seed": seed, "steps": steps, "d_model": D_MODEL, "d_head": D_HEAD,
+                       "learning_rate": LEARNING_RATE, "train_stories": TRAIN_STORIES,
+                       "vocab_size": len(tokenizer.vocab)},
+            "held_out": held_out,
+            "bigram_after_is": {name: tokenizer.vocab[next_token[after_is]]
+                                for name, next_token in fitted.items()},
+            "unseen_object": {"question": shortest[0], "answer": shortest[1],
+                              "first_colour_answers": sum(answer == " " + colour
+                                                          for _, answer, colour in unseen),
+                              "total": len(unseen)},
+            "cannot": cannot,
+            "longest_training_prompt": max(len(story_ids(tokenizer, question(s))) for s in train),
+            "losses": model["losses"],
+            "example": {"story": question(example), "colour": example.colour,
+                        "distractor": example.distractor,
+                        "answer": predict(model, question(example))[0],
+                        "tokens": [tokenizer.vocab[t] for t in example_ids],
+                        "weights": [[round(w, 4) for w in row] for row in every_row["weights"]]}}
