@@ -120,8 +120,7 @@ def _cell_lines(m, i, j, terms, rows, cols, side, exact):
     else:
         products, scale = score_terms(q[i], k[j])
         d = len(products)
-        first = [f"score   s = (q{I}·k{J}) × 1/√{d} = ("]
-        second = ["        = ("]
+        first, second = [f"score   s = (q{I}·k{J}) × 1/√{d} = ("], ["        = ("]
         for c in range(d):
             plus = [" + "] if c else []
             first += plus + _factor(f"q.{c + 1}", q[i][c]) + [" × "] + _factor(f"k.{c + 1}",
@@ -147,9 +146,8 @@ def _cell_lines(m, i, j, terms, rows, cols, side, exact):
 
 def _row_lines(m, i, side, exact):
     """Row i as a whole: its weights' sum, and the side row as the sum of what each source adds."""
-    I = subscript(i + 1)
     weights, v = m["weights"][i], m["v"]
-    line = [f"{side}{I} = Σ w × v = "]
+    line = [f"{side}{subscript(i + 1)} = Σ w × v = "]
     for j, s in enumerate(m["scores"][i]):
         if s != -math.inf:
             line += ([" + "] if len(line) > 1 else []) + _vector(
