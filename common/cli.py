@@ -180,9 +180,8 @@ def trace_parser(description, path, exported):
 def parse_trace_args(parser, argv, other_inputs=()):
     """Parse, and refuse --write or --check beside a view or one of other_inputs."""
     args = parser.parse_args(argv)
-    extras = ["--table"] * args.table + ["--svg"] * (args.svg is not None) + [
-        "--" + name for name in (*other_inputs, "html", "export")
-        if getattr(args, name) is not None]
+    valued = ("svg", *other_inputs, "html", "export")     # None unless given
+    extras = ["--table"] * args.table + ["--" + v for v in valued if getattr(args, v) is not None]
     if (args.write or args.check) and extras:
         parser.error(f"--write and --check work on the recorded file alone; "
                      f"drop {', '.join(extras)}")
