@@ -410,10 +410,9 @@ def _two_layers(args):
     header.update(d_model=given_layer.D_MODEL, d_head=given_layer.D_HEAD)
     seeds, records, prefix = given_layer.SEEDS, [], None
     if args.seed is not None:     # one seed again, beside the record's others: a run resumed
-        then = f"run {'--from-scratch' if scratch else '--layers 2'} --write"
         if args.seed not in seeds:
             raise ValueError(f"--write --seed records one of seeds 1…3, not {args.seed}")
-        old, seeds = read_json(path, "a recorded two-layer run", then=then), [args.seed]
+        (old, then), seeds = _two_layer_run(path, scratch), [args.seed]
         rows = old.get("seeds")
         if {key: old.get(key) for key in header} != header or not (
                 isinstance(rows, list) and all(isinstance(r, dict) and "seed" in r for r in rows)):
@@ -432,13 +431,19 @@ def _two_layers(args):
     return 0
 
 
+def _two_layer_run(path, scratch):
+    """(the two-layer run recorded at path, what to run when it is wrong): --layers 2's, or
+    --from-scratch's."""
+    then = f"run {'--from-scratch' if scratch else '--layers 2'} --write"
+    return read_json(path, "a recorded two-layer run", then=then), then
+
+
 def _check_two_layers(runs=((TWO_RUN_PATH, None), (SCRATCH_RUN_PATH, from_scratch))):
     """--check of two-layer-run.json and from-scratch-run.json (or of runs, (path, way) pairs,
     way None for layer 1 given): the first given_layer.PREFIX batches of each trained again."""
     for path, way in runs:
-        name, then = os.path.basename(path), ("run --from-scratch --write" if way
-                                              else "run --layers 2 --write")
-        recorded = read_json(path, "a recorded two-layer run", then=then).get("prefix")
+        (whole, then), name = _two_layer_run(path, way is not None), os.path.basename(path)
+        recorded = whole.get("prefix")
         if not isinstance(recorded, dict) or "seed" not in recorded:
             raise ValueError(f"{name} holds no recorded prefix: {then}")
         fresh = given_layer.train_model(recorded["seed"], batches=given_layer.PREFIX,

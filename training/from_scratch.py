@@ -31,7 +31,7 @@ from training.two_layers import D_HEAD, D_MODEL, init_params as given_params
 PLACES = 4               # layer 1 reads the four tokens before each row, weighed by B1
 NEXT = COLOURS + ["the", ".", "is", ",", "a", "anything else"]   # the classes next scores
 RATES = {"B1": 0.1}      # B1's learning rate: at given_layer's 0.005 it barely moves
-STORIES = 100_000        # the second object sits near chance for 36,000 or more
+STORIES = 100_000        # the second object sits near chance for tens of thousands
 WEIGHTS = ("E", "U", "B1", "Wv1", "Wo1", "A", "Wq2", "Wk2", "Wv2", "Wo2")
 LEARNED = ("both layers learned from scratch: layer 1's weights from place alone, over the "
            f"{PLACES} tokens before each row, and a next-token loss read from layer 1's output")
